@@ -1,0 +1,98 @@
+// Arithmetic helpers shared by host and CUDA code. Every rounding is explicit: on the device
+// the IEEE intrinsics (__fadd_rn, __fmul_rn, __fmaf_rn, ...) which nvcc never re-contracts; on
+// the host plain float operations, compiled with -ffp-contract=off.
+#pragma once
+
+#include <cmath>
+
+#include "dfuse/core/dtype.h"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+namespace dfuse::detail {
+
+DFUSE_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+DFUSE_HD float sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+DFUSE_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+DFUSE_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+DFUSE_HD float fma_rn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// Storage <-> float for the three floating storage types. On the device the conversion
+// instructions; on the host the bit-exact software conversions of dfuse/core/dtype.h.
+template <typename T>
+struct Storage;
+
+template <>
+struct Storage<float> {
+  DFUSE_HD static float load(float v) { return v; }
+  DFUSE_HD static float round(float v) { return v; }
+  DFUSE_HD static float store(float v) { return v; }
+};
+
+template <>
+struct Storage<bf16_t> {
+  DFUSE_HD static float load(bf16_t v) { return bf16_to_float(v); }
+  DFUSE_HD static bf16_t store(float v) {
+#if defined(__CUDA_ARCH__)
+    return bf16_t{__bfloat16_as_ushort(__float2bfloat16_rn(v))};
+#else
+    return float_to_bf16(v);
+#endif
+  }
+  // The value the storage dtype would hold: float(T(v)).
+  DFUSE_HD static float round(float v) { return load(store(v)); }
+};
+
+template <>
+struct Storage<f16_t> {
+  DFUSE_HD static float load(f16_t v) {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(v.bits));
+#else
+    return f16_to_float(v);
+#endif
+  }
+  DFUSE_HD static f16_t store(float v) {
+#if defined(__CUDA_ARCH__)
+    return f16_t{__half_as_ushort(__float2half_rn(v))};
+#else
+    return float_to_f16(v);
+#endif
+  }
+  DFUSE_HD static float round(float v) { return load(store(v)); }
+};
+
+}  // namespace dfuse::detail

@@ -1,0 +1,54 @@
+// Row geometry shared by the row-wise kernels (host and CUDA): a tensor of rank <= 4 seen as
+// rows of `cols` elements indexed by up to three outer dims, each operand with its own outer
+// strides (0 where it broadcasts) and a column stride of 1 (dense row) or 0 (one value per row).
+#pragma once
+
+#include <cstdint>
+
+#include "dfuse/core/dtype.h"
+#include "dfuse/core/tensor_view.h"
+
+namespace dfuse::detail {
+
+struct RowGeometry {
+  int64_t outer[3] = {1, 1, 1};  // outer sizes, slowest first
+  int64_t cols = 0;
+  DFUSE_HD int64_t rows() const { return outer[0] * outer[1] * outer[2]; }
+  // Outer indices of row `r`. Kernels guard rows() < 2^32, so 32-bit division suffices.
+  DFUSE_HD void split(uint32_t r, uint32_t idx[3]) const {
+    idx[2] = r % uint32_t(outer[2]);
+    uint32_t q = r / uint32_t(outer[2]);
+    idx[1] = q % uint32_t(outer[1]);
+    idx[0] = q / uint32_t(outer[1]);
+  }
+};
+
+struct RowOperand {
+  void* data = nullptr;
+  int64_t stride[3] = {0, 0, 0};  // elements, per outer dim
+  int64_t col_stride = 1;         // 1: a row of `cols` values; 0: one value per row
+
+  // Element offset of the start of the row with outer indices `idx`.
+  DFUSE_HD int64_t offset(const uint32_t idx[3]) const {
+    return int64_t(idx[0]) * stride[0] + int64_t(idx[1]) * stride[1] + int64_t(idx[2]) * stride[2];
+  }
+};
+
+// A row-wise elementwise op with up to three inputs and one output, all of one dtype.
+struct RowwiseParams {
+  DType dtype = DType::f32;
+  RowGeometry geom;
+  RowOperand in[3];
+  RowOperand out;
+};
+
+// Geometry of `x` (rank 1..4, last dim = columns). The caller has checked the rank.
+RowGeometry row_geometry(const TensorView& x);
+// Operand `t`, broadcast (right-aligned) against `x`. The caller has checked broadcastability.
+RowOperand row_operand(const TensorView& t, const TensorView& x);
+// True when every row of `op` starts on a `vec_bytes` boundary (base and all outer strides).
+bool rows_aligned(const RowOperand& op, DType dtype, int vec_bytes);
+// True when rows of every row operand (col_stride 1) of `p` allow `vec_bytes` accesses.
+bool rowwise_vectorizable(const RowwiseParams& p, int vec_bytes);
+
+}  // namespace dfuse::detail

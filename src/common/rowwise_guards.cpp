@@ -1,0 +1,58 @@
+#include "common/rowwise_guards.h"
+
+#include <limits>
+
+namespace dfuse::detail {
+
+namespace {
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+}
+
+void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
+  g.dtype_in(name, x, {DType::bf16, DType::f16, DType::f32});
+  g.rank_between(name, x, 1, 4);
+  g.not_null(name, x);
+  g.last_dim_contiguous(name, x);
+  g.non_negative_strides(name, x);
+  if (g.ok() && x.numel() > 0) {
+    const RowGeometry geom = row_geometry(x);
+    if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent)
+      g.fail("extent", std::string(name) + " " + shape_str(x) + " has more than 2^31 - 1 rows or columns");
+  }
+}
+
+void check_rowwise_operand(GuardList& g, const char* name, const TensorView& t, const TensorView& x) {
+  g.same_dtype(name, t, x, "x");
+  g.same_device(name, t, x, "x");
+  g.not_null(name, t);
+  g.broadcastable_rows(name, t, x, "x");
+  g.non_negative_strides(name, t);
+}
+
+void check_rowwise_output(GuardList& g, const TensorView& out, const TensorView& x,
+                          std::initializer_list<NamedInput> inputs) {
+  g.same_dtype("out", out, x, "x");
+  g.same_device("out", out, x, "x");
+  g.same_shape("out", out, x, "x");
+  g.not_null("out", out);
+  g.last_dim_contiguous("out", out);
+  g.non_negative_strides("out", out);
+  for (int d = 0; g.ok() && d < out.dim(); ++d)
+    if (out.size(d) > 1 && out.stride(d) == 0)
+      g.fail("out_stride", "out has a zero stride in dim " + std::to_string(d) +
+                               " (several elements would be written to one address)");
+  for (const NamedInput& in : inputs) g.no_partial_overlap("out", out, in.name, *in.view, in.in_place_ok);
+}
+
+RowwiseParams rowwise_params(const TensorView& x, std::initializer_list<const TensorView*> inputs,
+                             const TensorView& out) {
+  RowwiseParams p;
+  p.dtype = x.dtype();
+  p.geom = row_geometry(x);
+  int k = 0;
+  for (const TensorView* t : inputs) p.in[k++] = row_operand(*t, x);
+  p.out = row_operand(out, x);
+  return p;
+}
+
+}  // namespace dfuse::detail

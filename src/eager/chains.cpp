@@ -1,0 +1,58 @@
+// Eager chains of the fused ops, composed from the binary replicas with every intermediate
+// materialized (contiguous, storage dtype) as eager PyTorch does.
+#include "dfuse/eager/chains.h"
+
+#include "dfuse/core/error.h"
+#include "dfuse/eager/binary.h"
+
+namespace dfuse::eager {
+
+namespace {
+
+constexpr size_t kScratchAlign = 256;
+
+size_t aligned_bytes(const TensorView& like) {
+  size_t b = size_t(like.numel()) * dtype_size(like.dtype());
+  return (b + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+// A contiguous intermediate of `like`'s shape and dtype, in the workspace.
+TensorView intermediate(Workspace& ws, const TensorView& like) {
+  return TensorView::contiguous(ws.take(aligned_bytes(like)), like.dtype(), like.sizes(), like.dim(),
+                                like.device());
+}
+
+}  // namespace
+
+void Workspace::reset(size_t bytes) {
+  if (buffer_.bytes() < bytes) buffer_ = DeviceBuffer(device_, bytes);
+  used_ = 0;
+}
+
+void* Workspace::take(size_t bytes) {
+  bytes = (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+  if (used_ + bytes > buffer_.bytes()) throw InvalidArgument("eager workspace: take() beyond reset()");
+  void* p = static_cast<char*>(buffer_.data()) + used_;
+  used_ += bytes;
+  return p;
+}
+
+void modulate_scale_shift_chain(const TensorView& x, const TensorView& scale, const TensorView& shift,
+                                const TensorView& out, Workspace& ws, Stream stream) {
+  ws.reset(aligned_bytes(scale) + aligned_bytes(out));
+  TensorView one_plus_scale = intermediate(ws, scale);
+  TensorView scaled = intermediate(ws, out);
+  scalar_binary(BinaryOp::add, 1.0, scale, one_plus_scale, stream);  // 1 + scale
+  binary(BinaryOp::mul, x, one_plus_scale, scaled, 1.0, stream);     // x * (1 + scale)
+  binary(BinaryOp::add, scaled, shift, out, 1.0, stream);            // ... + shift
+}
+
+void residual_gate_add_chain(const TensorView& residual, const TensorView& gate, const TensorView& update,
+                             const TensorView& out, Workspace& ws, Stream stream) {
+  ws.reset(aligned_bytes(out));
+  TensorView gated = intermediate(ws, out);
+  binary(BinaryOp::mul, gate, update, gated, 1.0, stream);       // gate * update
+  binary(BinaryOp::add, residual, gated, out, 1.0, stream);      // residual + ...
+}
+
+}  // namespace dfuse::eager

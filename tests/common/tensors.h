@@ -1,0 +1,43 @@
+// Test tensors on any device: random data (never zeros; optional NaN/Inf), poisoned outputs,
+// strided views into larger storage, and gathering a view's elements back to the host.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dfuse/core/runtime.h"
+#include "dfuse/core/tensor_view.h"
+
+namespace dfuse::test {
+
+struct TestTensor {
+  DeviceBuffer storage;
+  TensorView view;
+};
+
+struct RandomSpec {
+  uint64_t seed = 1;
+  double amplitude = 1.0;  // values ~ N(0, amplitude^2), zeros replaced
+  bool specials = false;   // sprinkle NaN, +-Inf, -0 and denormal-ish values
+};
+
+// Storage of `storage_elems` elements, filled at random; the view has `sizes`/`strides` from
+// element `offset`. Pass empty strides for a contiguous view.
+TestTensor random_tensor(Device d, DType t, std::vector<int64_t> sizes, std::vector<int64_t> strides = {},
+                         int64_t offset = 0, RandomSpec r = {}, int64_t storage_elems = -1);
+// Contiguous tensor whose bytes are all `pattern`, so unwritten elements are visible.
+TestTensor poisoned_tensor(Device d, DType t, std::vector<int64_t> sizes, uint8_t pattern);
+// The view's elements in row-major order, as raw bytes.
+std::vector<uint8_t> gather_bytes(const TensorView& v);
+// "" when equal bit for bit, else a description with the count and first differing element.
+// With `any_nan_f32`, f32 NaNs compare equal whatever their payload: on the host, x86
+// propagates operand payloads and its own negative default NaN, and which operand's payload
+// wins depends on the operation (add vs fma), so payloads are not part of the host f32 contract.
+std::string compare_bits(const TensorView& fused, const TensorView& eager, bool any_nan_f32 = false);
+// True when no element of `v` still has every byte equal to `pattern`.
+bool fully_written(const TensorView& v, uint8_t pattern);
+// Set by DFUSE_GPU_TEST_SMALL=1 (compute-sanitizer runs): skip model-size shapes.
+bool small_shapes_only();
+
+}  // namespace dfuse::test
