@@ -63,7 +63,7 @@ TEST(GpuConversions, HostBuildMatchesHardwareOnSampledPatterns) {
   // The exhaustive test runs the portable conversion compiled for the device; this one checks
   // the host compilation of the same code against the hardware.
   const int64_t n = 1 << 22;
-  std::vector<float> in(size_t(n));
+  std::vector<float> in(static_cast<size_t>(n));
   uint64_t s = 12345;
   for (auto& f : in) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -74,7 +74,7 @@ TEST(GpuConversions, HostBuildMatchesHardwareOnSampledPatterns) {
   auto fn = reinterpret_cast<void (*)(const float*, int64_t, uint16_t*, uint16_t*)>(
       detail::find_entry(Backend::cuda, "selftest.hardware_conversion"));
   fn(static_cast<const float*>(din.data()), n, static_cast<uint16_t*>(dbf.data()), static_cast<uint16_t*>(dh.data()));
-  std::vector<uint16_t> bf(size_t(n)), h(size_t(n));
+  std::vector<uint16_t> bf(static_cast<size_t>(n)), h(static_cast<size_t>(n));
   runtime(kGpu).copy_to_host(bf.data(), dbf.data(), n * 2);
   runtime(kGpu).copy_to_host(h.data(), dh.data(), n * 2);
   int64_t bad_bf = 0, bad_h = 0;

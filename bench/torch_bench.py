@@ -1,0 +1,192 @@
+"""dfuse torch ops vs the PyTorch eager chain vs torch.compile of the chain, side by side in one run.
+
+    python3 bench/torch_bench.py [--json OUT.json] [--iters 100]
+
+Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]) it reports the median kernel time from
+CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
+that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
+over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
+each timed round the GPU sleeps while the host queues the round, so host launch cost stays out of the GPU
+times. The host overhead per call is measured separately at a tiny shape with time.perf_counter.
+"""
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+import dfuse.torch as dt  # noqa: E402
+
+SHAPES = {"FLUX.1": (1, 4608, 3072), "Wan2.1-14B": (1, 75600, 5120)}
+DTYPE = torch.bfloat16
+SLEEP_CYCLES = 20_000_000  # ~10 ms at H200 clocks: ample time to queue a round
+
+
+def modulate_chain(x, scale, shift):
+    return x * (1 + scale) + shift
+
+
+def residual_chain(residual, gate, update):
+    return residual + gate * update
+
+
+def rand(shape, amplitude):
+    return (torch.randn(shape, device="cuda") * amplitude).to(DTYPE)
+
+
+def modulate_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 3.0), rand((b, 1, d), 0.5), rand((b, 1, d), 1.0)
+
+
+def residual_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 2.0), rand((b, 1, d), 0.5), rand(shape, 2.0)
+
+
+OPS = {
+    "modulate_scale_shift": (dt.modulate_scale_shift, modulate_chain, modulate_inputs),
+    "residual_gate_add": (dt.residual_gate_add, residual_chain, residual_inputs),
+}
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def time_calls(fn, arg_sets, iters):
+    """Median GPU microseconds of one fn(*args) call, rotating over arg_sets."""
+    for args in arg_sets:  # warm-up: first-sight verification, compilation, allocator
+        fn(*args)
+    torch.cuda.synchronize()
+    times = []
+    per_round = max(len(arg_sets), 16)
+    for _ in range(math.ceil(iters / per_round)):
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(per_round)]
+        torch.cuda._sleep(SLEEP_CYCLES)
+        for i, (start, stop) in enumerate(events):
+            args = arg_sets[i % len(arg_sets)]
+            start.record()
+            fn(*args)
+            stop.record()
+        torch.cuda.synchronize()
+        times += [start.elapsed_time(stop) * 1e3 for start, stop in events]
+    return statistics.median(times)
+
+
+def copy_bandwidth(l2_bytes, iters):
+    """Device copy bandwidth in GB/s: bytes read plus written by dst.copy_(src), src far larger than L2."""
+    n = max(1 << 30, 8 * l2_bytes)
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").fill_(1)
+    dst = torch.empty_like(src)
+    us = time_calls(lambda: dst.copy_(src), [()], iters)
+    return 2 * n / (us * 1e3), us
+
+
+def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
+    op, chain, make_inputs = OPS[name]
+    first = make_inputs(shape)
+    out = op(*first)
+    ref = chain(*first)
+    bitwise = bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
+    moved = sum(nbytes(t) for t in first) + nbytes(out)
+    input_bytes = sum(nbytes(t) for t in first)
+    sets = [first] + [make_inputs(shape) for _ in range(max(1, math.ceil(2 * l2_bytes / input_bytes)))]
+    fused_before = dt.op_counters(name)[0]
+    compiled = torch.compile(chain, fullgraph=True, dynamic=False)
+    us = {
+        "dfuse": time_calls(op, sets, iters),
+        "eager": time_calls(chain, sets, iters),
+        "compile": time_calls(compiled, sets, iters),
+    }
+    rows = []
+    for impl, t in us.items():
+        gbs = moved / (t * 1e3)
+        rows.append({
+            "op": name, "shape": shape_name, "dims": list(shape), "impl": impl, "median_us": t, "gb_s": gbs,
+            "pct_copy_bw": 100 * gbs / copy_gbs, "speedup_vs_eager": us["eager"] / t,
+            "speedup_vs_compile": us["compile"] / t, "bytes": moved, "input_sets": len(sets),
+        })
+    fused_ran = dt.op_counters(name)[0] > fused_before
+    return rows, {"op": name, "shape": shape_name, "bitwise_equal_to_eager": bitwise,
+                  "fused_kernel_ran": fused_ran}
+
+
+def host_overhead(calls):
+    """Host microseconds per back-to-back call (no sync inside the loop) at a tiny shape."""
+    x, scale, shift = (torch.randn((1, 8, 64), device="cuda").to(DTYPE) for _ in range(3))
+    candidates = {
+        "torch.ops.dfuse.modulate_scale_shift": lambda: torch.ops.dfuse.modulate_scale_shift(x, scale, shift),
+        "torch.ops.aten.add.Tensor": lambda: torch.ops.aten.add.Tensor(x, scale),
+        "eager chain x*(1+scale)+shift": lambda: modulate_chain(x, scale, shift),
+    }
+    result = {}
+    for label, fn in candidates.items():
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        result[label] = (time.perf_counter() - start) / calls * 1e6
+        torch.cuda.synchronize()
+    return result
+
+
+def markdown(rows, copy_gbs, overhead):
+    lines = [f"device copy bandwidth: {copy_gbs:.0f} GB/s (read + write)", "",
+             "| op | shape | impl | median us | GB/s | % copy BW | vs eager | vs compile |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['op']} | {r['shape']} {tuple(r['dims'])} | {r['impl']} | {r['median_us']:.1f} | "
+                     f"{r['gb_s']:.0f} | {r['pct_copy_bw']:.1f} | {r['speedup_vs_eager']:.2f}x | "
+                     f"{r['speedup_vs_compile']:.2f}x |")
+    lines += ["", "| host overhead per call (1x8x64 bf16) | us |", "|---|---:|"]
+    lines += [f"| {label} | {us:.2f} |" for label, us in overhead.items()]
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--iters", type=int, default=100, help="timed calls per implementation and shape")
+    parser.add_argument("--host-calls", type=int, default=20000, help="calls for the host overhead loop")
+    args = parser.parse_args()
+
+    props = torch.cuda.get_device_properties(0)
+    l2_bytes = props.L2_cache_size
+    copy_gbs, copy_us = copy_bandwidth(l2_bytes, args.iters)
+    rows, checks = [], []
+    for name in OPS:
+        for shape_name, shape in SHAPES.items():
+            op_rows, op_check = bench_op(name, shape_name, shape, l2_bytes, copy_gbs, args.iters)
+            rows += op_rows
+            checks.append(op_check)
+            torch.cuda.empty_cache()
+    overhead = host_overhead(args.host_calls)
+
+    for c in checks:
+        print(f"{c['op']} {c['shape']}: bitwise equal to eager: {c['bitwise_equal_to_eager']}, "
+              f"fused kernel ran: {c['fused_kernel_ran']}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "device": props.name, "sm": f"{props.major}.{props.minor}", "l2_bytes": l2_bytes,
+            "torch": torch.__version__, "dtype": str(DTYPE), "copy_gb_s": copy_gbs, "copy_us": copy_us,
+            "results": rows, "checks": checks, "host_overhead_us": overhead, "gate_report": dt.gate_report(),
+        }, indent=2))
+    print(markdown(rows, copy_gbs, overhead))
+    return 0 if all(c["bitwise_equal_to_eager"] and c["fused_kernel_ran"] for c in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

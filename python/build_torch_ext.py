@@ -1,0 +1,56 @@
+"""Builds the dfuse torch extension (python/dfuse/csrc/torch_ops.cpp) against a CMake build of libdfuse.
+
+    python3 python/build_torch_ext.py --cmake-build build-gpu [--out DIR] [--verbose]
+
+Links libdfuse.so from the CMake build directory (with an rpath to it; libdfuse finds libdfuse_cuda.so
+beside itself) and prints the path of the built library, which `dfuse.torch` loads from $DFUSE_TORCH_LIB or,
+by default, from python/dfuse/_lib/.
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NAME = "dfuse_torch"
+
+
+def build(cmake_build: Path, out: Path, verbose: bool) -> Path:
+    from torch.utils import cpp_extension
+
+    libdfuse = cmake_build / "libdfuse.so"
+    if not libdfuse.is_file():
+        raise SystemExit(f"build_torch_ext: {libdfuse} not found; build the CMake project first")
+    out.mkdir(parents=True, exist_ok=True)
+    cuda_home = cpp_extension.CUDA_HOME or "/usr/local/cuda"
+    cpp_extension.load(
+        name=NAME,
+        sources=[str(REPO / "python" / "dfuse" / "csrc" / "torch_ops.cpp")],
+        # The dfuse headers are C++20; a later -std wins over cpp_extension's -std=c++17.
+        extra_cflags=["-std=c++20", "-O2", "-Wall"],
+        extra_include_paths=[str(REPO / "include"), os.path.join(cuda_home, "include")],
+        extra_ldflags=[f"-L{cmake_build}", "-ldfuse", f"-Wl,-rpath,{cmake_build}"],
+        build_directory=str(out),
+        with_cuda=True,
+        is_python_module=False,
+        verbose=verbose,
+    )
+    return out / f"{NAME}.so"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cmake-build", type=Path, default=REPO / "build",
+                        help="the CMake build directory holding libdfuse.so (default: build)")
+    parser.add_argument("--out", type=Path, default=REPO / "python" / "dfuse" / "_lib",
+                        help="where the extension is built (default: python/dfuse/_lib)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    print(build(args.cmake_build.resolve(), args.out.resolve(), args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""torch.ops.dfuse, loaded from the C++ extension that python/build_torch_ext.py builds.
+
+The library is ``$DFUSE_TORCH_LIB`` when set, else ``dfuse/_lib/dfuse_torch.so`` inside this package (the
+build script's default output). The names below are the ops themselves, not Python wrappers, so a call costs
+what any C++ op costs.
+"""
+
+import os
+from pathlib import Path
+
+import torch
+
+LIBRARY_ENV = "DFUSE_TORCH_LIB"
+DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "_lib" / "dfuse_torch.so"
+
+
+def library_path() -> Path:
+    return Path(os.environ.get(LIBRARY_ENV) or DEFAULT_LIBRARY)
+
+
+def _load() -> None:
+    path = library_path()
+    if not path.is_file():
+        raise ImportError(
+            f"dfuse: torch extension not found at {path}; build it with "
+            f"`python3 python/build_torch_ext.py --cmake-build <dir with libdfuse.so>` or set {LIBRARY_ENV}"
+        )
+    torch.ops.load_library(str(path))
+
+
+_load()
+
+modulate_scale_shift = torch.ops.dfuse.modulate_scale_shift
+residual_gate_add = torch.ops.dfuse.residual_gate_add
+gate_report = torch.ops.dfuse.gate_report
+op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
+gate_reset = torch.ops.dfuse.gate_reset
+
+__all__ = ["modulate_scale_shift", "residual_gate_add", "gate_report", "op_counters", "gate_reset",
+           "library_path"]

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The GPU check: builds dfuse and the torch extension, runs every GPU and host test, the sanitizers and
+# both benchmarks, in one call on a GPU machine.
+#
+#   scripts/gpu_check.sh OUT_DIR
+#
+# OUT_DIR receives few files (the device runner returns at most 8): steps.log (every step's full log, one
+# after another), summary.md, dfuse_bench.json, torch_bench.json. Each step's own log is also kept under
+# build-gpu/logs/. A failed step does not stop the others; the exit status is non-zero if any failed.
+# The whole run keeps inside DFUSE_CHECK_BUDGET_S seconds (default 560): a step gets at most what is left,
+# a step that no longer fits is reported as skipped.
+#
+# Environment:
+#   DFUSE_SANITIZER_FILTER  --gtest_filter for the compute-sanitizer runs (default: all tests)
+#   DFUSE_CHECK_BUDGET_S    the time budget in seconds
+set -uo pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 OUT_DIR" >&2
+  exit 2
+fi
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.." || exit 2
+
+BUILD=build-gpu
+LOGDIR=$BUILD/logs
+mkdir -p "$LOGDIR"
+rm -f "$LOGDIR"/*.log "$LOGDIR"/*.result "$OUT/steps.log" "$OUT/summary.md"
+START=$(date +%s)
+DEADLINE=$((START + ${DFUSE_CHECK_BUDGET_S:-560}))
+STEPS=()
+TORCH_LIB=$PWD/$BUILD/torch_ext/dfuse_torch.so
+
+# run_step NAME LIMIT_S CMD...: runs CMD with a time limit, logs it, records pass/fail and seconds.
+run_step() {
+  local name=$1 limit=$2
+  shift 2
+  STEPS+=("$name")
+  local left=$((DEADLINE - $(date +%s)))
+  if ((left < 15)); then
+    echo "$name skipped 0" >"$LOGDIR/$name.result"
+    echo "===== $name: skipped, out of time" >"$LOGDIR/$name.log"
+  else
+    ((limit > left)) && limit=$left
+    local t0 rc status ms
+    t0=$(date +%s%N)
+    {
+      echo "===== $name (limit ${limit}s): $*"
+      timeout -k 10 "$limit" "$@"
+    } >"$LOGDIR/$name.log" 2>&1
+    rc=$?
+    case $rc in
+      0) status=pass ;;
+      124 | 137) status=timeout ;;
+      *) status="fail($rc)" ;;
+    esac
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    echo "$name $status $((ms / 1000)).$((ms % 1000 / 100))" >"$LOGDIR/$name.result"
+  fi
+  # Steps finish concurrently: one whole log at a time.
+  flock "$LOGDIR/.lock" cat "$LOGDIR/$name.log" >>"$OUT/steps.log"
+}
+
+# Steps that need the GPU but not each other run side by side; the benchmarks run alone at the end.
+run_bg() {
+  run_step "$@" &
+}
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+
+run_step env 60 bash -c 'nvidia-smi; nvcc --version; cmake --version | head -1
+compute-sanitizer --version | tail -1
+python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda)"'
+run_step configure 90 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_ARCHITECTURES=90a -DDFUSE_CUDA=ON -DDFUSE_TESTS=ON
+# libdfuse alone first, so that the torch extension builds while the CUDA backend compiles.
+run_step build_core 120 cmake --build "$BUILD" --target dfuse -j16
+run_bg torch_ext 240 python3 python/build_torch_ext.py --cmake-build "$BUILD" --out "$BUILD/torch_ext"
+run_step build 360 cmake --build "$BUILD" -j16
+wait
+STEPS+=(torch_ext)
+
+SANITIZE=(env DFUSE_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 1)
+FILTER=--gtest_filter=${DFUSE_SANITIZER_FILTER:-*}
+run_bg memcheck 300 "${SANITIZE[@]}" --tool memcheck --leak-check full "$BUILD/dfuse_gpu_tests" "$FILTER"
+run_bg racecheck 300 "${SANITIZE[@]}" --tool racecheck --racecheck-report all \
+  "$BUILD/dfuse_gpu_tests" "$FILTER"
+run_step ctest_host 120 ctest --test-dir "$BUILD" -L host --output-on-failure --no-tests=error
+run_step ctest_gpu 180 ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error
+run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" \
+  python3 -m pytest python/tests -q -rfEs -p no:cacheprovider
+wait
+STEPS+=(memcheck racecheck)
+
+run_step dfuse_verify 90 "$BUILD/dfuse" verify
+run_step dfuse_bench 120 "$BUILD/dfuse" bench --json "$OUT/dfuse_bench.json"
+run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
+  python3 bench/torch_bench.py --json "$OUT/torch_bench.json"
+
+# ---- summary: failing logs' tails first, the table last ------------------------------------------------
+failed=0
+table="| step | result | seconds |
+|---|---|---:|"
+for name in "${STEPS[@]}"; do
+  read -r _ status seconds <"$LOGDIR/$name.result"
+  table+=$'\n'"| $name | $status | $seconds |"
+  if [[ $status != pass ]]; then
+    failed=1
+    echo "----- $name: $status, last 40 lines of its log -----"
+    tail -n 40 "$LOGDIR/$name.log"
+  fi
+done
+table+=$'\n'"| total | $([[ $failed == 0 ]] && echo pass || echo FAIL) | $(($(date +%s) - START)) |"
+echo "$table" >"$OUT/summary.md"
+echo
+echo "$table"
+exit $failed

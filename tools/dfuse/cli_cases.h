@@ -1,0 +1,114 @@
+// Test and benchmark cases for dfuse verify / bench.
+//
+// A Case is one call of an op: its operands (sizes, strides and the storage behind each view),
+// the output, the dtype, what data to fill in, and two runners with the same arguments: the
+// fused op and its eager chain. The generic harness (cli_harness.h) knows nothing about any op.
+// An op adds its cases with a generator in its own file (cli_cases_<family>.cpp), registered by
+// op name with DFUSE_CLI_CASES; the shapes real models use are kept here, in one table.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dfuse/core/device.h"
+#include "dfuse/core/dtype.h"
+#include "dfuse/core/tensor_view.h"
+#include "dfuse/eager/chains.h"
+
+namespace dfuse::cli {
+
+// One input operand: a view into its own storage buffer.
+struct OperandSpec {
+  std::string name;  // "x", "scale"
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // elements
+  int64_t offset = 0;            // elements from the start of the storage to the view
+  int64_t storage_elements = 0;
+
+  int64_t numel() const;
+  // Elements at distinct addresses: what a kernel has to read at least once.
+  int64_t distinct_elements() const;
+};
+
+// A dense row-major operand.
+OperandSpec dense(std::string name, std::vector<int64_t> sizes);
+// Chunk `index` of `chunks` of a [batch, 1, chunks * hidden] tensor: the [batch, 1, hidden] slice
+// that `temb.chunk(6, dim=-1)` hands to adaLN ops (last dim contiguous, outer strides chunks *
+// hidden).
+OperandSpec chunk_slice(std::string name, int64_t batch, int64_t hidden, int chunks, int index);
+
+enum class Values : uint8_t {
+  finite,    // nonzero finite values across many binades
+  specials,  // finite, plus a sprinkle of NaN, +-inf, +-0, the smallest subnormal and the largest finite
+};
+
+// The fused op, and its eager chain (which keeps its intermediates in `workspace`).
+using FusedRunner = void (*)(std::span<const TensorView> inputs, const TensorView& out, Stream stream);
+using EagerRunner = void (*)(std::span<const TensorView> inputs, const TensorView& out,
+                             eager::Workspace& workspace, Stream stream);
+
+struct Case {
+  std::string op;     // registry name, "diffusion.modulate_scale_shift"
+  std::string label;  // "flux.1 chunk6"
+  DType dtype = DType::bf16;
+  std::vector<OperandSpec> inputs;
+  std::vector<int64_t> out_sizes;  // the output is dense
+  int in_place_input = -1;         // >= 0: the fused run writes into this (dense) input
+  Values values = Values::finite;
+  FusedRunner fused = nullptr;
+  EagerRunner eager = nullptr;
+
+  int64_t out_numel() const;
+  // Fewest bytes an implementation moves: each input element read once, the output written once.
+  int64_t min_bytes() const;
+};
+
+// "[1, 4608, 3072]"
+std::string shape_str(const std::vector<int64_t>& sizes);
+
+// Activations [batch, tokens, hidden].
+struct TokenShape {
+  std::string name;
+  int64_t batch, tokens, hidden;
+};
+// Video activations [batch, frames, frame_tokens, hidden] with per-frame modulation.
+struct FrameShape {
+  std::string name;
+  int64_t batch, frames, frame_tokens, hidden;
+};
+struct ShapeTable {
+  std::vector<TokenShape> models;  // the shapes of real models (also benchmarked)
+  std::vector<TokenShape> odd;     // hidden sizes, token counts and batches that break fast paths
+  std::vector<FrameShape> frames;
+};
+// The model shapes, or (quick) the same hidden sizes with few tokens, for a slow host.
+const ShapeTable& shape_table(bool quick);
+
+enum class Purpose : uint8_t { verify, bench };
+
+struct CaseRequest {
+  Purpose purpose;
+  const ShapeTable& shapes;
+};
+
+using CaseGenerator = std::vector<Case> (*)(const CaseRequest& request);
+
+// Registers the case generator of a registry op; called from static initializers.
+void register_cases(std::string_view op, CaseGenerator generator);
+// The generator of `op`, or null when the op has no cases.
+CaseGenerator find_cases(std::string_view op);
+
+struct CaseRegistration {
+  CaseRegistration(const char* op, CaseGenerator generator) { register_cases(op, generator); }
+};
+
+}  // namespace dfuse::cli
+
+#define DFUSE_CLI_CONCAT_INNER(a, b) a##b
+#define DFUSE_CLI_CONCAT(a, b) DFUSE_CLI_CONCAT_INNER(a, b)
+// Registers `generator` as the case generator of registry op `op`.
+#define DFUSE_CLI_CASES(op, generator) \
+  static const ::dfuse::cli::CaseRegistration DFUSE_CLI_CONCAT(dfuse_cli_cases_, __COUNTER__)(op, generator)
