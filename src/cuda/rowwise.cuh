@@ -19,9 +19,50 @@
 
 namespace dfuse::detail {
 
+// VEC elements of T held as 32-bit words, so that 16-bit elements stay packed two to a register
+// (an array of 16-bit structs would take one register per element).
 template <typename T, int VEC>
-struct alignas(sizeof(T) * VEC) Vec {
-  T v[VEC];
+struct Pack {
+  static_assert(sizeof(T) * VEC % 4 == 0 || VEC == 1, "a pack is whole 32-bit words or one element");
+  static constexpr int kWords = sizeof(T) * VEC >= 4 ? sizeof(T) * VEC / 4 : 1;
+  uint32_t w[kWords];
+
+  __device__ __forceinline__ T get(int e) const {
+    if constexpr (sizeof(T) == 4) {
+      return __uint_as_float(w[e]);
+    } else {
+      return T{uint16_t(w[e / 2] >> (16 * (e % 2)))};
+    }
+  }
+  __device__ __forceinline__ void set(int e, T v) {
+    if constexpr (sizeof(T) == 4) {
+      w[e] = __float_as_uint(v);
+    } else if constexpr (VEC == 1) {
+      w[0] = v.bits;
+    } else {
+      const int shift = 16 * (e % 2);
+      w[e / 2] = (w[e / 2] & ~(0xFFFFu << shift)) | (uint32_t(v.bits) << shift);
+    }
+  }
+  __device__ __forceinline__ void load(const T* p) {
+    if constexpr (sizeof(T) * VEC == 16) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else {
+      set(0, *p);
+    }
+  }
+  __device__ __forceinline__ void store(T* p) const {
+    if constexpr (sizeof(T) * VEC == 16) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      *p = get(0);
+    }
+  }
+  __device__ __forceinline__ void fill(T v) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) set(e, v);
+  }
 };
 
 constexpr int kRowwiseWarps = 8;  // rows per 256-thread block
@@ -49,29 +90,29 @@ __global__ void __launch_bounds__(kRowwiseWarps * 32) rowwise_kernel(RowwisePara
   constexpr int kStep = 32 * VEC;
 
   for (int64_t base = int64_t(lane) * VEC; base < cols; base += int64_t(kStep) * kRowwiseUnroll) {
-    Vec<T, VEC> v[3][kRowwiseUnroll];
+    Pack<T, VEC> v[3][kRowwiseUnroll];
 #pragma unroll
     for (int u = 0; u < kRowwiseUnroll; ++u) {
       const int64_t c = base + int64_t(u) * kStep;
-      if (c >= cols) break;
+      if (c < cols) {
 #pragma unroll
-      for (int k = 0; k < 3; ++k) {
-        if (per_row[k]) {
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) v[k][u].v[e] = row_value[k];
-        } else {
-          v[k][u] = *reinterpret_cast<const Vec<T, VEC>*>(in[k] + c);
+        for (int k = 0; k < 3; ++k) {
+          if (per_row[k])
+            v[k][u].fill(row_value[k]);
+          else
+            v[k][u].load(in[k] + c);
         }
       }
     }
 #pragma unroll
     for (int u = 0; u < kRowwiseUnroll; ++u) {
       const int64_t c = base + int64_t(u) * kStep;
-      if (c >= cols) break;
-      Vec<T, VEC> r;
+      if (c < cols) {
+        Pack<T, VEC> r;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) r.v[e] = fn(v[0][u].v[e], v[1][u].v[e], v[2][u].v[e]);
-      *reinterpret_cast<Vec<T, VEC>*>(out + c) = r;
+        for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
+        r.store(out + c);
+      }
     }
   }
 }

@@ -77,7 +77,7 @@ std::vector<AdalnCase> model_adaln_cases() {
   return {
       {.name = "flux1_chunk6", .B = 1, .S = 4608, .D = 3072, .mode = OperandMode::chunk6},
       {.name = "flux1_per_token", .B = 1, .S = 4608, .D = 3072, .mode = OperandMode::per_token},
-      {.name = "wan21_14b", .B = 1, .S = 75600, .D = 5120, .mode = OperandMode::per_batch},
+      {.name = "wan21_14b_rows", .B = 1, .S = 7560, .D = 5120, .mode = OperandMode::per_batch},
       {.name = "wan_per_frame", .B = 1, .F = 21, .S = 360, .D = 1536, .mode = OperandMode::per_frame},
       {.name = "d2560_s4097", .B = 1, .S = 4097, .D = 2560, .mode = OperandMode::chunk6},
       {.name = "d3840_b3_s7", .B = 3, .S = 7, .D = 3840, .mode = OperandMode::per_batch},

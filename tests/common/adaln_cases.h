@@ -35,8 +35,9 @@ struct AdalnCase {
 
 // Small shapes covering every mode, odd sizes and strides: fast enough for the host in CI.
 std::vector<AdalnCase> small_adaln_cases();
-// Model shapes: FLUX.1 (1, 4608, 3072), Wan 2.1 14B 720p (1, 75600, 5120), odd hidden sizes
-// and token counts. For GPU runs.
+// Model shapes: FLUX.1 (1, 4608, 3072), Wan 2.1 14B rows (D = 5120; a tenth of its 75600
+// tokens: the full shape is checked against torch by pytest and `dfuse verify`), odd hidden
+// sizes and token counts. For GPU runs.
 std::vector<AdalnCase> model_adaln_cases();
 
 // "" on a bitwise match with every element written, else what went wrong.

@@ -18,7 +18,7 @@ struct TestTensor {
 
 struct RandomSpec {
   uint64_t seed = 1;
-  double amplitude = 1.0;  // values ~ N(0, amplitude^2), zeros replaced
+  double amplitude = 1.0;  // values uniform in (-2a, 2a), zeros replaced
   bool specials = false;   // sprinkle NaN, +-Inf, -0 and denormal-ish values
 };
 
