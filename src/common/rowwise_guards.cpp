@@ -16,9 +16,8 @@ void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   g.non_negative_strides(name, x);
   if (g.ok() && x.numel() > 0) {
     const RowGeometry geom = row_geometry(x);
-    // The CUDA kernel numbers (row, 64-column chunk) work items with 32 bits.
-    if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent || geom.rows() * ((geom.cols + 63) / 64) >= (1ll << 32))
-      g.fail("extent", std::string(name) + " " + shape_str(x) + " is too large (rows or columns >= 2^31, or > 2^38 elements)");
+    if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent)
+      g.fail("extent", std::string(name) + " " + shape_str(x) + " has more than 2^31 - 1 rows or columns");
   }
 }
 

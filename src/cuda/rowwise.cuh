@@ -1,15 +1,14 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Warps take (row, chunk) work items. Each lane handles VEC consecutive elements (16 bytes when
-// every row operand is 16-byte aligned and the row length allows, else one element) and keeps
-// kRowwiseUnroll vectors of every input in flight before computing. Operands that hold one value per row (col_stride 0) are read once per row and
+// One warp per row. Each lane handles VEC consecutive elements (16 bytes when every row operand
+// is 16-byte aligned and the row length allows, else one element) and keeps kRowwiseUnroll
+// vectors of every input in flight before computing. Operands that hold one value per row (col_stride 0) are read once per row and
 // broadcast. The op is a functor `T fn(T a, T b, T c)` holding the per-element arithmetic that
 // the host kernel shares.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "common/rows.h"
@@ -65,91 +64,76 @@ struct Pack {
   }
 };
 
-constexpr int kRowwiseWarps = 8;   // warps per 256-thread block
-constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight per work item
-// 62 registers at most in the bf16 instantiation: four blocks (32 warps) per SM.
+constexpr int kRowwiseWarps = 8;   // rows per 256-thread block
+constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight
+// 62 registers at most in the bf16 instantiation: four blocks (32 warps) per SM. Measured on
+// the H200 (docs/BENCHMARKS.md): four vectors in flight at three blocks per SM, and a persistent
+// grid over (row, chunk) items, were both slower at the Wan 2.1 shape.
 constexpr int kRowwiseMinBlocks = 4;
 
-// Work items are (row, chunk) pairs: a chunk is the 32 * VEC * kRowwiseUnroll columns one warp
-// covers at once. A persistent grid of warps strides over the items, so that shapes with few
-// rows (FLUX.1: 4608) still balance across the SMs to within one small item.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
-    rowwise_kernel(RowwiseParams p, Fn fn, uint32_t chunks_per_row, uint32_t items) {
-  constexpr int kStep = 32 * VEC;
-  constexpr int kChunk = kStep * kRowwiseUnroll;
+__global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks) rowwise_kernel(RowwiseParams p, Fn fn) {
+  const uint32_t row = blockIdx.x * kRowwiseWarps + threadIdx.x / 32;
+  if (row >= uint32_t(p.geom.rows())) return;
   const int lane = threadIdx.x % 32;
-  const uint32_t warps = gridDim.x * kRowwiseWarps;
+  uint32_t idx[3];
+  p.geom.split(row, idx);
+
+  const T* in[3];
+  bool per_row[3];
+  T row_value[3];
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    in[k] = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+    per_row[k] = p.in[k].col_stride == 0;
+    row_value[k] = per_row[k] ? in[k][0] : T{};
+  }
+  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
   const int64_t cols = p.geom.cols;
+  constexpr int kStep = 32 * VEC;
 
-  for (uint32_t item = blockIdx.x * kRowwiseWarps + threadIdx.x / 32; item < items; item += warps) {
-    const uint32_t row = item / chunks_per_row;
-    const int64_t base = int64_t(item - row * chunks_per_row) * kChunk + int64_t(lane) * VEC;
-    uint32_t idx[3];
-    p.geom.split(row, idx);
-
+  for (int64_t base = int64_t(lane) * VEC; base < cols; base += int64_t(kStep) * kRowwiseUnroll) {
     Pack<T, VEC> v[3][kRowwiseUnroll];
 #pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-      if (p.in[k].col_stride == 0) {
-        const T value = in[0];
+    for (int u = 0; u < kRowwiseUnroll; ++u) {
+      const int64_t c = base + int64_t(u) * kStep;
+      if (c < cols) {
 #pragma unroll
-        for (int u = 0; u < kRowwiseUnroll; ++u) v[k][u].fill(value);
-      } else {
-#pragma unroll
-        for (int u = 0; u < kRowwiseUnroll; ++u)
-          if (base + u * kStep < cols) v[k][u].load(in + base + u * kStep);
+        for (int k = 0; k < 3; ++k) {
+          if (per_row[k])
+            v[k][u].fill(row_value[k]);
+          else
+            v[k][u].load(in[k] + c);
+        }
       }
     }
-    T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
     for (int u = 0; u < kRowwiseUnroll; ++u) {
-      if (base + u * kStep < cols) {
+      const int64_t c = base + int64_t(u) * kStep;
+      if (c < cols) {
         Pack<T, VEC> r;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
-        r.store(out + base + u * kStep);
+        r.store(out + c);
       }
     }
   }
 }
 
-// Resident blocks of one kernel on the current device, times its SM count; computed once per
-// kernel (the process is assumed to use one GPU model).
-template <typename Kernel>
-uint32_t resident_blocks(Kernel kernel) {
-  static const uint32_t blocks = [&] {
-    int device = 0, sms = 0, per_sm = 0;
-    DFUSE_CUDA_CHECK(cudaGetDevice(&device));
-    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRowwiseWarps * 32, 0));
-    return uint32_t(sms) * uint32_t(per_sm > 0 ? per_sm : 1);
-  }();
-  return blocks;
-}
-
-template <typename T, int VEC, typename Fn>
-void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kChunk = 32 * VEC * kRowwiseUnroll;
-  const int64_t chunks_per_row = (p.geom.cols + kChunk - 1) / kChunk;
-  const int64_t items = p.geom.rows() * chunks_per_row;  // < 2^32: rowwise guards bound numel
-  auto kernel = rowwise_kernel<T, VEC, Fn>;
-  const int64_t wanted = (items + kRowwiseWarps - 1) / kRowwiseWarps;
-  const uint32_t grid = uint32_t(std::min<int64_t>(wanted, resident_blocks(kernel)));
-  kernel<<<grid, kRowwiseWarps * 32, 0, stream>>>(p, fn, uint32_t(chunks_per_row), uint32_t(items));
-  DFUSE_CUDA_CHECK_LAUNCH();
-}
-
 // Launches rowwise_kernel with 16-byte vectors when the operands allow it.
 template <typename T, typename Fn>
 void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {
-  if (p.geom.rows() == 0 || p.geom.cols == 0) return;
+  const int64_t rows = p.geom.rows();
+  if (rows == 0 || p.geom.cols == 0) return;
+  const dim3 grid(uint32_t((rows + kRowwiseWarps - 1) / kRowwiseWarps));
+  const dim3 block(kRowwiseWarps * 32);
   auto s = static_cast<cudaStream_t>(stream.handle);
+  constexpr int kVec = 16 / sizeof(T);
   if (rowwise_vectorizable(p, 16))
-    launch_rowwise_vec<T, 16 / sizeof(T)>(p, fn, s);
+    rowwise_kernel<T, kVec><<<grid, block, 0, s>>>(p, fn);
   else
-    launch_rowwise_vec<T, 1>(p, fn, s);
+    rowwise_kernel<T, 1><<<grid, block, 0, s>>>(p, fn);
+  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace dfuse::detail
