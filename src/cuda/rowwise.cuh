@@ -1,8 +1,7 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// One warp per row. Each lane handles VEC consecutive elements (16 bytes when every row operand
-// is 16-byte aligned and the row length allows, else one element) and keeps kRowwiseUnroll
-// vectors of every input in flight before computing. Operands that hold one value per row (col_stride 0) are read once per row and
+// Each thread handles VEC consecutive elements of one row (16 bytes when every row operand is
+// 16-byte aligned and the row length allows, else one element). Operands that hold one value per row (col_stride 0) are read once per row and
 // broadcast. The op is a functor `T fn(T a, T b, T c)` holding the per-element arithmetic that
 // the host kernel shares.
 #pragma once
@@ -64,76 +63,67 @@ struct Pack {
   }
 };
 
-constexpr int kRowwiseWarps = 8;   // rows per 256-thread block
-constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight
-// 62 registers at most in the bf16 instantiation: four blocks (32 warps) per SM. Measured on
-// the H200 (docs/BENCHMARKS.md): four vectors in flight at three blocks per SM, and a persistent
-// grid over (row, chunk) items, were both slower at the Wan 2.1 shape.
-constexpr int kRowwiseMinBlocks = 4;
+constexpr int kRowwiseThreads = 128;  // threads per block, all on one row
+constexpr int kRowwiseUnroll = 1;     // vectors per input and thread
 
+// Grid: x = row, y = column block of kRowwiseThreads * VEC * kRowwiseUnroll elements. Every
+// thread handles kRowwiseUnroll vectors of one row, so blocks are small and many (FLUX.1: 13824)
+// and the SMs balance to within one block; no per-element index division is needed.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks) rowwise_kernel(RowwiseParams p, Fn fn) {
-  const uint32_t row = blockIdx.x * kRowwiseWarps + threadIdx.x / 32;
-  if (row >= uint32_t(p.geom.rows())) return;
-  const int lane = threadIdx.x % 32;
+__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn) {
+  constexpr int kBlockCols = kRowwiseThreads * VEC * kRowwiseUnroll;
+  const uint32_t row = blockIdx.x;
+  const int64_t base = int64_t(blockIdx.y) * kBlockCols + int64_t(threadIdx.x) * VEC;
+  const int64_t cols = p.geom.cols;
   uint32_t idx[3];
   p.geom.split(row, idx);
 
-  const T* in[3];
-  bool per_row[3];
-  T row_value[3];
+  Pack<T, VEC> v[3][kRowwiseUnroll];
 #pragma unroll
   for (int k = 0; k < 3; ++k) {
-    in[k] = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-    per_row[k] = p.in[k].col_stride == 0;
-    row_value[k] = per_row[k] ? in[k][0] : T{};
+    const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+    if (p.in[k].col_stride == 0) {
+      const T value = in[0];
+#pragma unroll
+      for (int u = 0; u < kRowwiseUnroll; ++u) v[k][u].fill(value);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kRowwiseUnroll; ++u) {
+        const int64_t c = base + int64_t(u) * kRowwiseThreads * VEC;
+        if (c < cols) v[k][u].load(in + c);
+      }
+    }
   }
   T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
-  const int64_t cols = p.geom.cols;
-  constexpr int kStep = 32 * VEC;
-
-  for (int64_t base = int64_t(lane) * VEC; base < cols; base += int64_t(kStep) * kRowwiseUnroll) {
-    Pack<T, VEC> v[3][kRowwiseUnroll];
 #pragma unroll
-    for (int u = 0; u < kRowwiseUnroll; ++u) {
-      const int64_t c = base + int64_t(u) * kStep;
-      if (c < cols) {
+  for (int u = 0; u < kRowwiseUnroll; ++u) {
+    const int64_t c = base + int64_t(u) * kRowwiseThreads * VEC;
+    if (c < cols) {
+      Pack<T, VEC> r;
 #pragma unroll
-        for (int k = 0; k < 3; ++k) {
-          if (per_row[k])
-            v[k][u].fill(row_value[k]);
-          else
-            v[k][u].load(in[k] + c);
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kRowwiseUnroll; ++u) {
-      const int64_t c = base + int64_t(u) * kStep;
-      if (c < cols) {
-        Pack<T, VEC> r;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
-        r.store(out + c);
-      }
+      for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
+      r.store(out + c);
     }
   }
+}
+
+template <typename T, int VEC, typename Fn>
+void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
+  constexpr int64_t kBlockCols = kRowwiseThreads * VEC * kRowwiseUnroll;
+  const dim3 grid(uint32_t(p.geom.rows()), uint32_t((p.geom.cols + kBlockCols - 1) / kBlockCols));
+  rowwise_kernel<T, VEC><<<grid, kRowwiseThreads, 0, stream>>>(p, fn);
+  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 // Launches rowwise_kernel with 16-byte vectors when the operands allow it.
 template <typename T, typename Fn>
 void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {
-  const int64_t rows = p.geom.rows();
-  if (rows == 0 || p.geom.cols == 0) return;
-  const dim3 grid(uint32_t((rows + kRowwiseWarps - 1) / kRowwiseWarps));
-  const dim3 block(kRowwiseWarps * 32);
+  if (p.geom.rows() == 0 || p.geom.cols == 0) return;
   auto s = static_cast<cudaStream_t>(stream.handle);
-  constexpr int kVec = 16 / sizeof(T);
   if (rowwise_vectorizable(p, 16))
-    rowwise_kernel<T, kVec><<<grid, block, 0, s>>>(p, fn);
+    launch_rowwise_vec<T, 16 / sizeof(T)>(p, fn, s);
   else
-    rowwise_kernel<T, 1><<<grid, block, 0, s>>>(p, fn);
-  DFUSE_CUDA_CHECK_LAUNCH();
+    launch_rowwise_vec<T, 1>(p, fn, s);
 }
 
 }  // namespace dfuse::detail

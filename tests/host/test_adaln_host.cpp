@@ -146,6 +146,14 @@ TEST_F(GuardFixture, RejectsDeviceMismatch) {
   EXPECT_EQ(modulate_guard(x, sc, s, out), "device");
 }
 
+TEST_F(GuardFixture, RejectsRowsLongerThanTheGridAllows) {
+  int64_t sizes[] = {1, 65535 * 128 + 1}, strides[] = {65535 * 128 + 1, 1};
+  int64_t ssz[] = {1, 1}, sst[] = {1, 1};
+  EXPECT_EQ(modulate_guard(x.restrided(sizes, strides, 2), s.restrided(ssz, sst, 2), s.restrided(ssz, sst, 2),
+                           out.restrided(sizes, strides, 2)),
+            "extent");
+}
+
 TEST_F(GuardFixture, ResidualGateRejectsBroadcastUpdate) {
   std::string why;
   EXPECT_FALSE(can_use_residual_gate_add(x, s, s, out, &why));
