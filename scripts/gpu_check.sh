@@ -13,6 +13,9 @@
 # Environment:
 #   DFUSE_SANITIZER_FILTER  --gtest_filter for the compute-sanitizer runs (default: all tests)
 #   DFUSE_CHECK_BUDGET_S    the time budget in seconds
+#   DFUSE_CHECK_QUICK=1     a shorter run for a short device lease: the GPU GoogleTest suite on small
+#                           shapes only (model shapes stay covered by pytest against torch) and no
+#                           `dfuse verify` (which repeats the model shapes against the CUDA replicas)
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -88,13 +91,15 @@ run_bg memcheck 300 "${SANITIZE[@]}" --tool memcheck --leak-check full "$BUILD/d
 run_bg racecheck 300 "${SANITIZE[@]}" --tool racecheck --racecheck-report all \
   "$BUILD/dfuse_gpu_tests" "$FILTER"
 run_step ctest_host 120 ctest --test-dir "$BUILD" -L host --output-on-failure --no-tests=error
-run_step ctest_gpu 180 ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error
+QUICK=${DFUSE_CHECK_QUICK:-0}
+run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$QUICK" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+  --no-tests=error
 run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" \
   python3 -m pytest python/tests -q -rfEs -p no:cacheprovider
 wait
 STEPS+=(memcheck racecheck)
 
-run_step dfuse_verify 90 "$BUILD/dfuse" verify
+[[ $QUICK == 1 ]] || run_step dfuse_verify 90 "$BUILD/dfuse" verify
 run_step dfuse_bench 120 "$BUILD/dfuse" bench --json "$OUT/dfuse_bench.json"
 run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
   python3 bench/torch_bench.py --json "$OUT/torch_bench.json"
