@@ -93,25 +93,43 @@ std::vector<AdalnCase> model_adaln_cases() {
   };
 }
 
+namespace {
+
+// Runs the eager chain into a poisoned output and the fused op into another (or in place into
+// `in_place_target`), and compares. `can_use` and `fused` receive the fused op's output view.
+template <typename CanUse, typename Fused, typename Eager>
+std::string compare_fused_with_eager(Device d, DType t, const AdalnCase& c, const TensorView& in_place_target,
+                                     CanUse can_use, Fused fused, Eager eager_chain) {
+  auto eager = poisoned_tensor(d, t, x_sizes(c), kEagerPoison);
+  eager::Workspace ws(d);
+  eager_chain(eager.view, ws);
+  TestTensor fused_out;
+  const TensorView& out = c.in_place ? in_place_target
+                                     : (fused_out = poisoned_tensor(d, t, x_sizes(c), kFusedPoison)).view;
+  std::string why;
+  if (!can_use(out, &why)) return "rejected: " + why;
+  fused(out);
+  runtime(d).synchronize({});
+  if (c.in_place) return compare_bits(out, eager.view, !d.is_cuda());
+  return check_outputs(out, eager.view, d);
+}
+
+}  // namespace
+
 std::string run_modulate_case(Device d, DType t, const AdalnCase& c, uint64_t seed) {
   if (c.mode == OperandMode::per_row) return "";  // a gate layout; modulate takes [.., D] rows
   auto x = make_x(d, t, c, seed);
   auto scale = make_operand(d, t, c, c.mode, 1, seed + 1);
   auto shift = make_operand(d, t, c, c.mode, 0, seed + 2);
-  auto eager = poisoned_tensor(d, t, x_sizes(c), kEagerPoison);
-  eager::Workspace ws(d);
-  eager::modulate_scale_shift_chain(x.view, scale.view, shift.view, eager.view, ws);
-  if (c.in_place) {
-    modulate_scale_shift(x.view, scale.view, shift.view, x.view);
-    runtime(d).synchronize({});
-    return compare_bits(x.view, eager.view, !d.is_cuda());
-  }
-  auto fused = poisoned_tensor(d, t, x_sizes(c), kFusedPoison);
-  std::string why;
-  if (!can_use_modulate_scale_shift(x.view, scale.view, shift.view, fused.view, &why)) return "rejected: " + why;
-  modulate_scale_shift(x.view, scale.view, shift.view, fused.view);
-  runtime(d).synchronize({});
-  return check_outputs(fused.view, eager.view, d);
+  return compare_fused_with_eager(
+      d, t, c, x.view,
+      [&](const TensorView& out, std::string* why) {
+        return can_use_modulate_scale_shift(x.view, scale.view, shift.view, out, why);
+      },
+      [&](const TensorView& out) { modulate_scale_shift(x.view, scale.view, shift.view, out); },
+      [&](const TensorView& out, eager::Workspace& ws) {
+        eager::modulate_scale_shift_chain(x.view, scale.view, shift.view, out, ws);
+      });
 }
 
 std::string run_residual_gate_case(Device d, DType t, const AdalnCase& c, uint64_t seed) {
@@ -119,20 +137,15 @@ std::string run_residual_gate_case(Device d, DType t, const AdalnCase& c, uint64
   auto residual = make_x(d, t, c, seed);
   auto gate = make_operand(d, t, c, c.mode, 2, seed + 1);
   auto update = random_tensor(d, t, x_sizes(c), {}, 0, {seed + 2, c.amplitude, c.specials});
-  auto eager = poisoned_tensor(d, t, x_sizes(c), kEagerPoison);
-  eager::Workspace ws(d);
-  eager::residual_gate_add_chain(residual.view, gate.view, update.view, eager.view, ws);
-  if (c.in_place) {
-    residual_gate_add(residual.view, gate.view, update.view, residual.view);
-    runtime(d).synchronize({});
-    return compare_bits(residual.view, eager.view, !d.is_cuda());
-  }
-  auto fused = poisoned_tensor(d, t, x_sizes(c), kFusedPoison);
-  std::string why;
-  if (!can_use_residual_gate_add(residual.view, gate.view, update.view, fused.view, &why)) return "rejected: " + why;
-  residual_gate_add(residual.view, gate.view, update.view, fused.view);
-  runtime(d).synchronize({});
-  return check_outputs(fused.view, eager.view, d);
+  return compare_fused_with_eager(
+      d, t, c, residual.view,
+      [&](const TensorView& out, std::string* why) {
+        return can_use_residual_gate_add(residual.view, gate.view, update.view, out, why);
+      },
+      [&](const TensorView& out) { residual_gate_add(residual.view, gate.view, update.view, out); },
+      [&](const TensorView& out, eager::Workspace& ws) {
+        eager::residual_gate_add_chain(residual.view, gate.view, update.view, out, ws);
+      });
 }
 
 }  // namespace dfuse::test

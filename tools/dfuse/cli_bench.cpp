@@ -151,18 +151,9 @@ int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& prog
   const int64_t rotate_bytes = 2 * cache_bytes;
   const int warmup = std::max(2, options.iters / 10);
 
-  std::vector<Case> cases;
   std::vector<std::string> notes;
-  for (const auto& op : select_ops(options.op)) {
-    const CaseGenerator generate = find_cases(op);
-    if (!generate) {
-      notes.push_back(op + ": no cases");
-    } else if (!op_runs_on(op, options.device)) {
-      notes.push_back(op + ": no spec runs on " + options.device.str());
-    } else {
-      for (auto& c : generate({Purpose::bench, shape_table(options.quick)})) cases.push_back(std::move(c));
-    }
-  }
+  std::vector<Case> cases =
+      collect_cases(options.op, options.device, {Purpose::bench, shape_table(options.quick)}, notes);
 
   const size_t copy_bytes = std::max(kMinCopyBytes, size_t(4 * cache_bytes));
   progress << "copy bandwidth (" << (copy_bytes >> 20) << " MiB device to device) ...\n" << std::flush;

@@ -173,4 +173,20 @@ DeviceInputs upload_inputs(const Case& c, Device device, uint64_t seed) {
   return inputs;
 }
 
+std::vector<Case> collect_cases(const std::optional<std::string>& name, Device device, const CaseRequest& request,
+                                std::vector<std::string>& notes) {
+  std::vector<Case> cases;
+  for (const auto& op : select_ops(name)) {
+    const CaseGenerator generate = find_cases(op);
+    if (!generate) {
+      notes.push_back(op + ": no cases");
+    } else if (!op_runs_on(op, device)) {
+      notes.push_back(op + ": no spec runs on " + device.str());
+    } else {
+      for (auto& c : generate(request)) cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 }  // namespace dfuse::cli

@@ -18,6 +18,10 @@ namespace dfuse::cli {
 std::vector<std::string> select_ops(const std::optional<std::string>& name);
 // True when some spec of `op` runs on `device`.
 bool op_runs_on(const std::string& op, Device device);
+// The cases of every selected op that has a spec for `device`; each op passed over (no cases, no
+// spec for the device) adds a line to `notes`.
+std::vector<Case> collect_cases(const std::optional<std::string>& name, Device device, const CaseRequest& request,
+                                std::vector<std::string>& notes);
 // "modulate_scale_shift" for "diffusion.modulate_scale_shift".
 std::string short_op_name(const std::string& op);
 

@@ -74,19 +74,9 @@ VerifyResult verify_case(const Case& c, Device device, eager::Workspace& workspa
 }
 
 int run_verify(const VerifyOptions& options, std::ostream& out, std::ostream& progress) {
-  const ShapeTable& shapes = shape_table(options.quick);
-  std::vector<Case> cases;
   std::vector<std::string> notes;
-  for (const auto& op : select_ops(options.op)) {
-    const CaseGenerator generate = find_cases(op);
-    if (!generate) {
-      notes.push_back(op + ": no cases");
-    } else if (!op_runs_on(op, options.device)) {
-      notes.push_back(op + ": no spec runs on " + options.device.str());
-    } else {
-      for (auto& c : generate({Purpose::verify, shapes})) cases.push_back(std::move(c));
-    }
-  }
+  std::vector<Case> cases =
+      collect_cases(options.op, options.device, {Purpose::verify, shape_table(options.quick)}, notes);
 
   eager::Workspace workspace(options.device);
   std::vector<std::vector<std::string>> rows;
