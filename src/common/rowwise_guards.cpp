@@ -5,11 +5,8 @@
 namespace dfuse::detail {
 
 namespace {
-constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
-// The CUDA kernel's grid has one y-block per 128 columns (one per 128 elements on the
-// unvectorized path) and gridDim.y is at most 65535.
-constexpr int64_t kMaxCols = 65535 * 128;
-}  // namespace
+constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+}
 
 void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   g.dtype_in(name, x, {DType::bf16, DType::f16, DType::f32});
@@ -19,9 +16,11 @@ void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   g.non_negative_strides(name, x);
   if (g.ok() && x.numel() > 0) {
     const RowGeometry geom = row_geometry(x);
-    if (geom.rows() > kMaxRows || geom.cols > kMaxCols)
-      g.fail("extent", std::string(name) + " " + shape_str(x) + " has more than 2^31 - 1 rows or " +
-                           std::to_string(kMaxCols) + " columns");
+    // The CUDA kernel numbers (row, 64-column chunk) work items with 32 bits.
+    const bool too_many_items = geom.rows() * ((geom.cols + 63) / 64) >= (int64_t(1) << 32);
+    if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent || too_many_items)
+      g.fail("extent", std::string(name) + " " + shape_str(x) +
+                           " is too large (rows or columns >= 2^31, or about 2^38 elements)");
   }
 }
 

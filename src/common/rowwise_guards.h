@@ -9,7 +9,7 @@
 namespace dfuse::detail {
 
 // The operand that defines the geometry: bf16/f16/f32, rank 1..4, last dim contiguous,
-// non-negative strides, fewer than 2^31 rows, at most 65535 * 128 columns.
+// non-negative strides, fewer than 2^31 rows and columns and about 2^38 elements.
 void check_rowwise_input(GuardList& g, const char* name, const TensorView& x);
 // An operand broadcast against x: x's dtype and device, right-aligned broadcastable, last dim
 // contiguous or of size 1.

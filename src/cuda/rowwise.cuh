@@ -1,13 +1,16 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles VEC consecutive elements of one row (16 bytes when every row operand is
-// 16-byte aligned and the row length allows, else one element). Operands that hold one value per row (col_stride 0) are read once per row and
-// broadcast. The op is a functor `T fn(T a, T b, T c)` holding the per-element arithmetic that
-// the host kernel shares.
+// Warps take (row, chunk) work items. Each lane handles VEC consecutive elements (16 bytes when
+// every row operand is 16-byte aligned and the row length allows, else one element) and keeps
+// kRowwiseUnroll vectors of every input in flight before computing. Operands that hold one value
+// per row (col_stride 0) are read once per item and broadcast. The op is a functor
+// `T fn(T a, T b, T c)` holding the per-element arithmetic that the host kernel shares.
+// Measured variants and their numbers: docs/BENCHMARKS.md.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/rows.h"
@@ -63,55 +66,79 @@ struct Pack {
   }
 };
 
-constexpr int kRowwiseThreads = 128;  // threads per block, all on one row
-constexpr int kRowwiseUnroll = 1;     // vectors per input and thread
+constexpr int kRowwiseWarps = 8;   // warps per 256-thread block
+constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight per work item
+// 62 registers at most in the bf16 instantiation: four blocks (32 warps) per SM.
+constexpr int kRowwiseMinBlocks = 4;
 
-// Grid: x = row, y = column block of kRowwiseThreads * VEC * kRowwiseUnroll elements. Every
-// thread handles kRowwiseUnroll vectors of one row, so blocks are small and many (FLUX.1: 13824)
-// and the SMs balance to within one block; no per-element index division is needed.
+// Work items are (row, chunk) pairs: a chunk is the 32 * VEC * kRowwiseUnroll columns one warp
+// covers at once. A persistent grid of warps strides over the items, so that shapes with few
+// rows (FLUX.1: 4608) still balance across the SMs to within one small item.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn) {
-  constexpr int kBlockCols = kRowwiseThreads * VEC * kRowwiseUnroll;
-  const uint32_t row = blockIdx.x;
-  const int64_t base = int64_t(blockIdx.y) * kBlockCols + int64_t(threadIdx.x) * VEC;
+__global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
+    rowwise_kernel(RowwiseParams p, Fn fn, uint32_t chunks_per_row, uint32_t items) {
+  constexpr int kStep = 32 * VEC;
+  constexpr int kChunk = kStep * kRowwiseUnroll;
+  const int lane = threadIdx.x % 32;
+  const uint32_t warps = gridDim.x * kRowwiseWarps;
   const int64_t cols = p.geom.cols;
-  uint32_t idx[3];
-  p.geom.split(row, idx);
 
-  Pack<T, VEC> v[3][kRowwiseUnroll];
+  for (uint32_t item = blockIdx.x * kRowwiseWarps + threadIdx.x / 32; item < items; item += warps) {
+    const uint32_t row = item / chunks_per_row;
+    const int64_t base = int64_t(item - row * chunks_per_row) * kChunk + int64_t(lane) * VEC;
+    uint32_t idx[3];
+    p.geom.split(row, idx);
+
+    Pack<T, VEC> v[3][kRowwiseUnroll];
 #pragma unroll
-  for (int k = 0; k < 3; ++k) {
-    const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-    if (p.in[k].col_stride == 0) {
-      const T value = in[0];
+    for (int k = 0; k < 3; ++k) {
+      const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+      if (p.in[k].col_stride == 0) {
+        const T value = in[0];
 #pragma unroll
-      for (int u = 0; u < kRowwiseUnroll; ++u) v[k][u].fill(value);
-    } else {
+        for (int u = 0; u < kRowwiseUnroll; ++u) v[k][u].fill(value);
+      } else {
 #pragma unroll
-      for (int u = 0; u < kRowwiseUnroll; ++u) {
-        const int64_t c = base + int64_t(u) * kRowwiseThreads * VEC;
-        if (c < cols) v[k][u].load(in + c);
+        for (int u = 0; u < kRowwiseUnroll; ++u)
+          if (base + u * kStep < cols) v[k][u].load(in + base + u * kStep);
       }
     }
-  }
-  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+    T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
-  for (int u = 0; u < kRowwiseUnroll; ++u) {
-    const int64_t c = base + int64_t(u) * kRowwiseThreads * VEC;
-    if (c < cols) {
-      Pack<T, VEC> r;
+    for (int u = 0; u < kRowwiseUnroll; ++u) {
+      if (base + u * kStep < cols) {
+        Pack<T, VEC> r;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
-      r.store(out + c);
+        for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
+        r.store(out + base + u * kStep);
+      }
     }
   }
 }
 
+// Resident blocks of one kernel on the current device, times its SM count; computed once per
+// kernel (the process is assumed to use one GPU model).
+template <typename Kernel>
+uint32_t resident_blocks(Kernel kernel) {
+  static const uint32_t blocks = [&] {
+    int device = 0, sms = 0, per_sm = 0;
+    DFUSE_CUDA_CHECK(cudaGetDevice(&device));
+    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRowwiseWarps * 32, 0));
+    return uint32_t(sms) * uint32_t(per_sm > 0 ? per_sm : 1);
+  }();
+  return blocks;
+}
+
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kBlockCols = kRowwiseThreads * VEC * kRowwiseUnroll;
-  const dim3 grid(uint32_t(p.geom.rows()), uint32_t((p.geom.cols + kBlockCols - 1) / kBlockCols));
-  rowwise_kernel<T, VEC><<<grid, kRowwiseThreads, 0, stream>>>(p, fn);
+  constexpr int64_t kChunk = 32 * VEC * kRowwiseUnroll;
+  const int64_t chunks_per_row = (p.geom.cols + kChunk - 1) / kChunk;
+  const int64_t items = p.geom.rows() * chunks_per_row;  // < 2^32: rowwise guards bound numel
+  auto kernel = rowwise_kernel<T, VEC, Fn>;
+  const int64_t wanted = (items + kRowwiseWarps - 1) / kRowwiseWarps;
+  const uint32_t grid = uint32_t(std::min<int64_t>(wanted, resident_blocks(kernel)));
+  kernel<<<grid, kRowwiseWarps * 32, 0, stream>>>(p, fn, uint32_t(chunks_per_row), uint32_t(items));
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
