@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "dfuse/core/error.h"
-#include "policy/text_table.h"
+#include "common/text_table.h"
 
 namespace dfuse {
 namespace {

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "dfuse/core/error.h"
-#include "policy/text_table.h"
+#include "common/text_table.h"
 
 namespace dfuse {
 namespace {

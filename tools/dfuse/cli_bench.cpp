@@ -8,7 +8,7 @@
 
 #include "dfuse/cli_harness.h"
 #include "dfuse/cli_json.h"
-#include "policy/text_table.h"
+#include "common/text_table.h"
 
 namespace dfuse::cli {
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "dfuse/cli_harness.h"
-#include "policy/text_table.h"
+#include "common/text_table.h"
 
 namespace dfuse::cli {
 

@@ -1,4 +1,4 @@
-#include "policy/text_table.h"
+#include "common/text_table.h"
 
 #include <algorithm>
 
