@@ -2,7 +2,8 @@
 
     python3 bench/torch_bench.py [--json OUT.json] [--iters 100]
 
-Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]) it reports the median kernel time from
+Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]; silu_mul with separate and packed gate/up
+inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
 over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
@@ -37,6 +39,19 @@ def residual_chain(residual, gate, update):
     return residual + gate * update
 
 
+def silu_mul_chain(a, b):
+    return F.silu(a) * b
+
+
+def bias_silu_chain(x, bias):
+    return F.silu(x + bias)
+
+
+def bias_glu_chain(x, bias):
+    h, g = (x + bias).chunk(2, dim=-1)
+    return h * F.silu(g)
+
+
 def rand(shape, amplitude):
     return (torch.randn(shape, device="cuda") * amplitude).to(DTYPE)
 
@@ -51,9 +66,32 @@ def residual_inputs(shape):
     return rand(shape, 2.0), rand((b, 1, d), 0.5), rand(shape, 2.0)
 
 
+def silu_mul_inputs(shape):
+    return rand(shape, 3.0), rand(shape, 1.0)
+
+
+def silu_mul_packed_inputs(shape):
+    """FLUX.2's SwiGLU: the gate and up halves of one packed [.., 2D] projection, as strided views."""
+    return tuple(rand(shape[:-1] + (2 * shape[-1],), 3.0).chunk(2, dim=-1))
+
+
+def bias_silu_inputs(shape):
+    return rand(shape, 3.0), rand(shape[-1:], 1.0)
+
+
+def bias_glu_inputs(shape):
+    """x [.., 2D] and bias [2D]; the output has `shape`."""
+    return rand(shape[:-1] + (2 * shape[-1],), 3.0), rand((2 * shape[-1],), 1.0)
+
+
+# name -> (op, eager chain, inputs for a shape); a name's first word is the op (its Gate counters).
 OPS = {
     "modulate_scale_shift": (dt.modulate_scale_shift, modulate_chain, modulate_inputs),
     "residual_gate_add": (dt.residual_gate_add, residual_chain, residual_inputs),
+    "silu_mul": (dt.silu_mul, silu_mul_chain, silu_mul_inputs),
+    "silu_mul packed": (dt.silu_mul, silu_mul_chain, silu_mul_packed_inputs),
+    "bias_silu": (dt.bias_silu, bias_silu_chain, bias_silu_inputs),
+    "bias_glu": (dt.bias_glu, bias_glu_chain, bias_glu_inputs),
 }
 
 
@@ -100,7 +138,8 @@ def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
     moved = sum(nbytes(t) for t in first) + nbytes(out)
     input_bytes = sum(nbytes(t) for t in first)
     sets = [first] + [make_inputs(shape) for _ in range(max(1, math.ceil(2 * l2_bytes / input_bytes)))]
-    fused_before = dt.op_counters(name)[0]
+    op_name = name.split()[0]
+    fused_before = dt.op_counters(op_name)[0]
     compiled = torch.compile(chain, fullgraph=True, dynamic=False)
     us = {
         "dfuse": time_calls(op, sets, iters),
@@ -115,7 +154,7 @@ def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
             "pct_copy_bw": 100 * gbs / copy_gbs, "speedup_vs_eager": us["eager"] / t,
             "speedup_vs_compile": us["compile"] / t, "bytes": moved, "input_sets": len(sets),
         })
-    fused_ran = dt.op_counters(name)[0] > fused_before
+    fused_ran = dt.op_counters(op_name)[0] > fused_before
     return rows, {"op": name, "shape": shape_name, "bitwise_equal_to_eager": bitwise,
                   "fused_kernel_ran": fused_ran}
 

@@ -50,6 +50,17 @@ DFUSE_HD float fma_rn(float a, float b, float c) {
 #endif
 }
 
+// exp in float: the CUDA math library's expf (libdevice, as aten calls it) on the device, the C++
+// library's on the host. The two agree on most but not all inputs, so a host result that uses
+// it is bit-exact against the host eager replicas only.
+DFUSE_HD float exp_f(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+
 // Storage <-> float for the three floating storage types. On the device the conversion
 // instructions; on the host the bit-exact software conversions of dfuse/core/dtype.h.
 template <typename T>

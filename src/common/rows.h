@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "dfuse/core/dtype.h"
 #include "dfuse/core/tensor_view.h"
@@ -34,13 +35,31 @@ struct RowOperand {
   }
 };
 
-// A row-wise elementwise op with up to three inputs and one output, all of one dtype.
+constexpr int kRowwiseMaxInputs = 4;
+
+// A row-wise elementwise op with up to four inputs and one output, all of one dtype. An op
+// with fewer inputs leaves the trailing slots null; its functor takes that many arguments.
 struct RowwiseParams {
   DType dtype = DType::f32;
   RowGeometry geom;
-  RowOperand in[3];
+  RowOperand in[kRowwiseMaxInputs];
   RowOperand out;
 };
+
+// The number of inputs of a row-wise functor: how many T arguments its operator() takes.
+template <typename T, typename Fn>
+constexpr int rowwise_arity() {
+  if constexpr (std::is_invocable_v<const Fn&, T, T, T, T>) {
+    return 4;
+  } else if constexpr (std::is_invocable_v<const Fn&, T, T, T>) {
+    return 3;
+  } else if constexpr (std::is_invocable_v<const Fn&, T, T>) {
+    return 2;
+  } else {
+    static_assert(std::is_invocable_v<const Fn&, T>, "a row-wise functor takes 1 to 4 elements");
+    return 1;
+  }
+}
 
 // Geometry of `x` (rank 1..4, last dim = columns). The caller has checked the rank.
 RowGeometry row_geometry(const TensorView& x);

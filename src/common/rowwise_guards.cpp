@@ -24,19 +24,20 @@ void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   }
 }
 
-void check_rowwise_operand(GuardList& g, const char* name, const TensorView& t, const TensorView& x) {
-  g.same_dtype(name, t, x, "x");
-  g.same_device(name, t, x, "x");
+void check_rowwise_operand(GuardList& g, const char* name, const TensorView& t, const TensorView& x,
+                           const char* x_name) {
+  g.same_dtype(name, t, x, x_name);
+  g.same_device(name, t, x, x_name);
   g.not_null(name, t);
-  g.broadcastable_rows(name, t, x, "x");
+  g.broadcastable_rows(name, t, x, x_name);
   g.non_negative_strides(name, t);
 }
 
 void check_rowwise_output(GuardList& g, const TensorView& out, const TensorView& x,
-                          std::initializer_list<NamedInput> inputs) {
-  g.same_dtype("out", out, x, "x");
-  g.same_device("out", out, x, "x");
-  g.same_shape("out", out, x, "x");
+                          std::initializer_list<NamedInput> inputs, const char* x_name) {
+  g.same_dtype("out", out, x, x_name);
+  g.same_device("out", out, x, x_name);
+  g.same_shape("out", out, x, x_name);
   g.not_null("out", out);
   g.last_dim_contiguous("out", out);
   g.non_negative_strides("out", out);
@@ -52,6 +53,7 @@ RowwiseParams rowwise_params(const TensorView& x, std::initializer_list<const Te
   RowwiseParams p;
   p.dtype = x.dtype();
   p.geom = row_geometry(x);
+  if (inputs.size() > size_t(kRowwiseMaxInputs)) throw InvalidArgument("rowwise_params: more than 4 inputs");
   int k = 0;
   for (const TensorView* t : inputs) p.in[k++] = row_operand(*t, x);
   p.out = row_operand(out, x);

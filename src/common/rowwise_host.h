@@ -1,23 +1,30 @@
-// The host loop of a row-wise elementwise op (see RowwiseParams): applies `fn(a, b, c)` to
-// every element, reading broadcast operands as the geometry says. Shared by host kernels.
+// The host loop of a row-wise elementwise op (see RowwiseParams): applies the functor `fn` to
+// every element, with as many inputs as it takes, reading broadcast operands as the geometry
+// says. Shared by host kernels.
 #pragma once
+
+#include <utility>
 
 #include "common/rows.h"
 
 namespace dfuse::detail {
 
-template <typename T, typename Fn>
-void rowwise_host(const RowwiseParams& p, Fn fn) {
+template <typename T, typename Fn, size_t... K>
+void rowwise_host_inputs(const RowwiseParams& p, Fn fn, std::index_sequence<K...>) {
   const int64_t rows = p.geom.rows(), cols = p.geom.cols;
   for (int64_t r = 0; r < rows; ++r) {
     uint32_t idx[3];
     p.geom.split(uint32_t(r), idx);
-    const T* in[3];
-    for (int k = 0; k < 3; ++k) in[k] = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+    const T* in[] = {static_cast<const T*>(p.in[K].data) + p.in[K].offset(idx)...};
+    const int64_t step[] = {p.in[K].col_stride...};
     T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
-    const int64_t s0 = p.in[0].col_stride, s1 = p.in[1].col_stride, s2 = p.in[2].col_stride;
-    for (int64_t c = 0; c < cols; ++c) out[c] = fn(in[0][c * s0], in[1][c * s1], in[2][c * s2]);
+    for (int64_t c = 0; c < cols; ++c) out[c] = fn(in[K][c * step[K]]...);
   }
+}
+
+template <typename T, typename Fn>
+void rowwise_host(const RowwiseParams& p, Fn fn) {
+  rowwise_host_inputs<T>(p, fn, std::make_index_sequence<rowwise_arity<T, Fn>()>{});
 }
 
 }  // namespace dfuse::detail

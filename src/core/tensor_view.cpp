@@ -78,6 +78,17 @@ TensorView TensorView::restrided(const int64_t* sizes, const int64_t* strides, i
   return TensorView(data_, dtype_, sizes, strides, ndim, device_);
 }
 
+TensorView TensorView::narrow(int d, int64_t start, int64_t length) const {
+  const int dim = wrap(d);
+  if (dim < 0 || dim >= ndim_ || start < 0 || length < 0 || start + length > sizes_[dim])
+    throw InvalidArgument("TensorView::narrow: [" + std::to_string(start) + ", " + std::to_string(start + length) +
+                          ") is outside dim " + std::to_string(d) + " of " + str());
+  TensorView v = *this;
+  v.sizes_[dim] = length;
+  if (data_) v.data_ = static_cast<char*>(data_) + start * strides_[dim] * int64_t(dtype_size(dtype_));
+  return v;
+}
+
 void* TensorView::element_ptr(const int64_t* index) const {
   int64_t off = 0;
   for (int d = 0; d < ndim_; ++d) off += index[d] * strides_[d];

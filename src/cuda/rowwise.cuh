@@ -4,7 +4,8 @@
 // every row operand is 16-byte aligned and the row length allows, else one element) and keeps
 // kRowwiseUnroll vectors of every input in flight before computing. Operands that hold one value
 // per row (col_stride 0) are read once per item and broadcast. The op is a functor
-// `T fn(T a, T b, T c)` holding the per-element arithmetic that the host kernel shares.
+// `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
+// that the host kernel shares.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
 #pragma once
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "common/rows.h"
 #include "cuda/check.h"
@@ -71,12 +73,22 @@ constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight per w
 // 62 registers at most in the bf16 instantiation: four blocks (32 warps) per SM.
 constexpr int kRowwiseMinBlocks = 4;
 
+// fn applied to element e of vector u of every input.
+template <typename T, int VEC, typename Fn, size_t... K>
+__device__ __forceinline__ T apply_rowwise(const Fn& fn,
+                                           const Pack<T, VEC> (&v)[sizeof...(K)][kRowwiseUnroll], int u, int e,
+                                           std::index_sequence<K...>) {
+  return fn(v[K][u].get(e)...);
+}
+
 // Work items are (row, chunk) pairs: a chunk is the 32 * VEC * kRowwiseUnroll columns one warp
 // covers at once. A persistent grid of warps strides over the items, so that shapes with few
-// rows (FLUX.1: 4608) still balance across the SMs to within one small item.
+// rows (FLUX.1: 4608) still balance across the SMs to within one small item. The functor's
+// arity says how many of p.in it reads.
 template <typename T, int VEC, typename Fn>
 __global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
     rowwise_kernel(RowwiseParams p, Fn fn, uint32_t chunks_per_row, uint32_t items) {
+  constexpr int kInputs = rowwise_arity<T, Fn>();
   constexpr int kStep = 32 * VEC;
   constexpr int kChunk = kStep * kRowwiseUnroll;
   const int lane = threadIdx.x % 32;
@@ -89,9 +101,9 @@ __global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
     uint32_t idx[3];
     p.geom.split(row, idx);
 
-    Pack<T, VEC> v[3][kRowwiseUnroll];
+    Pack<T, VEC> v[kInputs][kRowwiseUnroll];
 #pragma unroll
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kInputs; ++k) {
       const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
       if (p.in[k].col_stride == 0) {
         const T value = in[0];
@@ -109,7 +121,8 @@ __global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
       if (base + u * kStep < cols) {
         Pack<T, VEC> r;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) r.set(e, fn(v[0][u].get(e), v[1][u].get(e), v[2][u].get(e)));
+        for (int e = 0; e < VEC; ++e)
+          r.set(e, apply_rowwise(fn, v, u, e, std::make_index_sequence<kInputs>{}));
         r.store(out + base + u * kStep);
       }
     }

@@ -1,8 +1,9 @@
-// Eager chains of the fused ops, composed from the binary replicas with every intermediate
-// materialized (contiguous, storage dtype) as eager PyTorch does.
+// Eager chains of the fused ops, composed from the binary and activation replicas with every
+// intermediate materialized (contiguous, storage dtype) as eager PyTorch does.
 #include "dfuse/eager/chains.h"
 
 #include "dfuse/core/error.h"
+#include "dfuse/eager/activation.h"
 #include "dfuse/eager/binary.h"
 
 namespace dfuse::eager {
@@ -53,6 +54,37 @@ void residual_gate_add_chain(const TensorView& residual, const TensorView& gate,
   TensorView gated = intermediate(ws, out);
   binary(BinaryOp::mul, gate, update, gated, 1.0, stream);       // gate * update
   binary(BinaryOp::add, residual, gated, out, 1.0, stream);      // residual + ...
+}
+
+void silu_mul_chain(const TensorView& a, const TensorView& b, const TensorView& out, Workspace& ws,
+                    Stream stream) {
+  ws.reset(aligned_bytes(a));
+  TensorView activated = intermediate(ws, a);
+  activation(ActivationOp::silu, a, activated, stream);  // F.silu(a)
+  binary(BinaryOp::mul, activated, b, out, 1.0, stream);  // ... * b
+}
+
+void bias_silu_chain(const TensorView& x, const TensorView& bias, const TensorView& out, Workspace& ws,
+                     Stream stream) {
+  ws.reset(aligned_bytes(out));
+  TensorView biased = intermediate(ws, out);
+  binary(BinaryOp::add, x, bias, biased, 1.0, stream);  // x + bias
+  activation(ActivationOp::silu, biased, out, stream);  // F.silu(...)
+}
+
+void bias_glu_chain(const TensorView& x, const TensorView* bias, const TensorView& out, Workspace& ws,
+                    Stream stream) {
+  ws.reset((bias ? aligned_bytes(x) : 0) + aligned_bytes(out));
+  TensorView biased = x;
+  if (bias) {
+    biased = intermediate(ws, x);
+    binary(BinaryOp::add, x, *bias, biased, 1.0, stream);  // x + bias
+  }
+  const int64_t c = x.size(-1) / 2;
+  const TensorView h = biased.narrow(-1, 0, c), g = biased.narrow(-1, c, c);  // chunk(2, dim=-1)
+  TensorView activated = intermediate(ws, out);
+  activation(ActivationOp::silu, g, activated, stream);  // F.silu(g)
+  binary(BinaryOp::mul, h, activated, out, 1.0, stream);  // h * ...
 }
 
 }  // namespace dfuse::eager

@@ -1,6 +1,7 @@
-// Internal: the layout and arithmetic of the eager binary replicas, shared by the host loop and
-// the CUDA kernel. Operand 0 is the output, 1 and 2 the inputs; a scalar input has all-zero
-// strides and its value in `scalar`.
+// Internal: the layout and arithmetic of the eager elementwise replicas (binary ops and
+// activations), shared by the host loops and the CUDA kernels. Operand 0 is the output, 1 and 2
+// the inputs; a scalar or absent input has all-zero strides (a binary op's scalar value is in
+// `scalar`).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include "common/arith.h"
 #include "dfuse/core/device.h"
 #include "dfuse/core/tensor_view.h"
+#include "dfuse/eager/activation.h"
 #include "dfuse/eager/binary.h"
 
 namespace dfuse::eager::detail {
@@ -70,5 +72,27 @@ DFUSE_HD float binary_apply(BinaryOp op, float a, float b, float alpha) {
 }
 
 using BinaryEntry = void (*)(const BinaryParams& p, Stream stream);
+
+struct ActivationParams {
+  ActivationOp op = ActivationOp::silu;
+  DType dtype = DType::f32;
+  ElementwiseLayout layout;  // operand 2 unused
+  void* out = nullptr;
+  const void* x = nullptr;
+};
+
+// One element of an aten activation in float opmath, as aten's CUDA kernel writes it.
+DFUSE_HD float activation_apply(ActivationOp op, float x) {
+  using dfuse::detail::add_rn;
+  using dfuse::detail::div_rn;
+  using dfuse::detail::exp_f;
+  switch (op) {
+    case ActivationOp::silu:
+      return div_rn(x, add_rn(1.0f, exp_f(-x)));  // silu_kernel: x / (1.0f + expf(-x))
+  }
+  return 0.0f;
+}
+
+using ActivationEntry = void (*)(const ActivationParams& p, Stream stream);
 
 }  // namespace dfuse::eager::detail

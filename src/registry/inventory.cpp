@@ -53,8 +53,50 @@ void register_adaln(Registry& r) {
                        });
 }
 
+void register_activation(Registry& r) {
+  const auto layouts = layout_contiguous | layout_last_dim_contiguous | layout_broadcast;
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.silu_mul",
+                           .symbol = "silu_mul",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "F.silu(a) * b",
+                           .models = {"FLUX.2", "Ideogram 4", "Cosmos3"},
+                           .family = "activation",
+                           .description = "SwiGLU gate; a and b separate or the halves of a packed [.., 2D] "
+                                          "projection",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.bias_silu",
+                           .symbol = "bias_silu",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "F.silu(x + bias)",
+                           .models = {"Sana", "SANA-Video"},
+                           .family = "activation",
+                           .description = "per-channel bias + SiLU; channels last [B, N, C] with bias "
+                                          "[C], or channel first [B, C, H, W] with bias [C, 1, 1]",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.bias_glu",
+                           .symbol = "bias_glu",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)",
+                           .models = {"Sana", "SANA-Video"},
+                           .family = "activation",
+                           .description = "GLUMBConv gate on channels-last [.., 2C] rows, bias [2C] or none",
+                       });
+}
+
 }  // namespace
 
-void register_inventory(Registry& r) { register_adaln(r); }
+void register_inventory(Registry& r) {
+  register_adaln(r);
+  register_activation(r);
+}
 
 }  // namespace dfuse

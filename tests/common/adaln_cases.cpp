@@ -1,5 +1,6 @@
 #include "common/adaln_cases.h"
 
+#include "common/fused_vs_eager.h"
 #include "common/tensors.h"
 #include "dfuse/eager/chains.h"
 #include "dfuse/ops/adaln.h"
@@ -7,12 +8,6 @@
 namespace dfuse::test {
 
 namespace {
-
-// All-ones is a negative NaN in bf16, f16 and f32, which no CUDA conversion or arithmetic
-// produces (their NaNs are canonical, positive), so an element still holding it was not written.
-// Both outputs use it: each is checked for unwritten elements before they are compared.
-constexpr uint8_t kFusedPoison = 0xFF;
-constexpr uint8_t kEagerPoison = 0xFF;
 
 std::vector<int64_t> x_sizes(const AdalnCase& c) {
   if (c.F > 0) return {c.B, c.F, c.S, c.D};
@@ -51,12 +46,6 @@ TestTensor make_operand(Device d, DType t, const AdalnCase& c, OperandMode mode,
   return {};
 }
 
-std::string check_outputs(const TensorView& fused, const TensorView& eager, Device d) {
-  if (!fully_written(fused, kFusedPoison)) return "fused output has unwritten elements";
-  if (!fully_written(eager, kEagerPoison)) return "eager output has unwritten elements";
-  return compare_bits(fused, eager, /*any_nan_f32=*/!d.is_cuda());
-}
-
 }  // namespace
 
 std::vector<AdalnCase> small_adaln_cases() {
@@ -93,36 +82,13 @@ std::vector<AdalnCase> model_adaln_cases() {
   };
 }
 
-namespace {
-
-// Runs the eager chain into a poisoned output and the fused op into another (or in place into
-// `in_place_target`), and compares. `can_use` and `fused` receive the fused op's output view.
-template <typename CanUse, typename Fused, typename Eager>
-std::string compare_fused_with_eager(Device d, DType t, const AdalnCase& c, const TensorView& in_place_target,
-                                     CanUse can_use, Fused fused, Eager eager_chain) {
-  auto eager = poisoned_tensor(d, t, x_sizes(c), kEagerPoison);
-  eager::Workspace ws(d);
-  eager_chain(eager.view, ws);
-  TestTensor fused_out;
-  const TensorView& out = c.in_place ? in_place_target
-                                     : (fused_out = poisoned_tensor(d, t, x_sizes(c), kFusedPoison)).view;
-  std::string why;
-  if (!can_use(out, &why)) return "rejected: " + why;
-  fused(out);
-  runtime(d).synchronize({});
-  if (c.in_place) return compare_bits(out, eager.view, !d.is_cuda());
-  return check_outputs(out, eager.view, d);
-}
-
-}  // namespace
-
 std::string run_modulate_case(Device d, DType t, const AdalnCase& c, uint64_t seed) {
   if (c.mode == OperandMode::per_row) return "";  // a gate layout; modulate takes [.., D] rows
   auto x = make_x(d, t, c, seed);
   auto scale = make_operand(d, t, c, c.mode, 1, seed + 1);
   auto shift = make_operand(d, t, c, c.mode, 0, seed + 2);
   return compare_fused_with_eager(
-      d, t, c, x.view,
+      d, t, x_sizes(c), c.in_place ? &x.view : nullptr,
       [&](const TensorView& out, std::string* why) {
         return can_use_modulate_scale_shift(x.view, scale.view, shift.view, out, why);
       },
@@ -138,7 +104,7 @@ std::string run_residual_gate_case(Device d, DType t, const AdalnCase& c, uint64
   auto gate = make_operand(d, t, c, c.mode, 2, seed + 1);
   auto update = random_tensor(d, t, x_sizes(c), {}, 0, {seed + 2, c.amplitude, c.specials});
   return compare_fused_with_eager(
-      d, t, c, residual.view,
+      d, t, x_sizes(c), c.in_place ? &residual.view : nullptr,
       [&](const TensorView& out, std::string* why) {
         return can_use_residual_gate_add(residual.view, gate.view, update.view, out, why);
       },

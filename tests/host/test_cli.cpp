@@ -196,6 +196,13 @@ TEST(CliHarness, ComparesRawBitsAndFindsPoison) {
   EXPECT_EQ(compare_bits(expected.data(), expected.data(), 4, 2).mismatches, 0);
 }
 
+TEST(CliHarness, HostF32NanPayloadsMayDiffer) {
+  const std::vector<uint32_t> expected = {0x7fc00000, 0x80000000, 0x3f800000};
+  const std::vector<uint32_t> actual = {0xffc00000, 0x00000000, 0x3f800000};  // other NaN, +0 vs -0
+  EXPECT_EQ(compare_bits(actual.data(), expected.data(), 3, 4).mismatches, 2);
+  EXPECT_EQ(compare_bits(actual.data(), expected.data(), 3, 4, /*any_nan_f32=*/true).mismatches, 1);
+}
+
 // The harness must fail a fused op that leaves elements unwritten or gets one bit wrong.
 TEST(CliHarness, CatchesUnwrittenAndWrongOutputs) {
   const auto cases = find_cases("diffusion.residual_gate_add")({Purpose::verify, shape_table(true)});

@@ -38,8 +38,13 @@ struct BitComparison {
   int64_t mismatches = 0;
   int64_t first_mismatch = -1;  // element index, -1 when equal
 };
-// Compares element by element as raw bytes, so -0/+0 and NaN payloads count.
-BitComparison compare_bits(const void* actual, const void* expected, int64_t elements, size_t element_bytes);
+// Compares element by element as raw bytes, so -0/+0 and NaN payloads count. With
+// `any_nan_f32` (f32 outputs of the host backend), f32 NaNs compare equal whatever their payload:
+// x86 propagates an operand's payload or its own negative default NaN, and which operand wins
+// depends on the order the compiler gives a commutative operation, so host f32 NaN payloads are
+// not part of the contract.
+BitComparison compare_bits(const void* actual, const void* expected, int64_t elements, size_t element_bytes,
+                           bool any_nan_f32 = false);
 // Elements whose every byte is still kPoisonByte.
 int64_t count_poisoned(const void* data, int64_t elements, size_t element_bytes);
 // Element `index` of a buffer as hex of its little-endian bytes: "0x7fc0".

@@ -38,6 +38,9 @@ class TensorView {
   int alignment() const;
   // A view of the same memory with other sizes/strides (same dtype and device).
   TensorView restrided(const int64_t* sizes, const int64_t* strides, int ndim) const;
+  // The elements [start, start + length) of dim `d`, as torch's narrow (and chunk) view them.
+  // Throws InvalidArgument when the range is outside the dim.
+  TensorView narrow(int d, int64_t start, int64_t length) const;
   // Pointer to element at the given multi-index (bytes computed with dtype_size).
   void* element_ptr(const int64_t* index) const;
   // Byte extent [lowest, highest] touched by the view, relative to data(); {0,0} when empty.

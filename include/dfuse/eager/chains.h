@@ -32,4 +32,14 @@ void modulate_scale_shift_chain(const TensorView& x, const TensorView& scale, co
 void residual_gate_add_chain(const TensorView& residual, const TensorView& gate, const TensorView& update,
                              const TensorView& out, Workspace& ws, Stream stream = {});
 
+// F.silu(a) * b
+void silu_mul_chain(const TensorView& a, const TensorView& b, const TensorView& out, Workspace& ws,
+                    Stream stream = {});
+// F.silu(x + bias)
+void bias_silu_chain(const TensorView& x, const TensorView& bias, const TensorView& out, Workspace& ws,
+                     Stream stream = {});
+// h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)   (bias null: h, g = x.chunk(2, dim=-1))
+void bias_glu_chain(const TensorView& x, const TensorView* bias, const TensorView& out, Workspace& ws,
+                    Stream stream = {});
+
 }  // namespace dfuse::eager

@@ -3,6 +3,9 @@
 // dtype, bit for bit) and returns it as a new contiguous tensor:
 //   modulate_scale_shift(x, scale, shift)     x * (1 + scale) + shift
 //   residual_gate_add(residual, gate, update)  residual + gate * update
+//   silu_mul(a, b)                             F.silu(a) * b
+//   bias_silu(x, bias)                         F.silu(x + bias)
+//   bias_glu(x, bias=None)                     h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)
 // Inputs the dfuse kernel accepts (dfuse::can_use_<op>) run through the first-sight Gate
 // (dfuse/policy/gate.h); everything else runs the eager chain with ATen calls. The Meta
 // implementation is the fake tensor rule torch.compile traces with.
@@ -14,14 +17,18 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <array>
 #include <functional>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dfuse/core/error.h"
 #include "dfuse/core/tensor_view.h"
+#include "dfuse/ops/activation.h"
 #include "dfuse/ops/adaln.h"
 #include "dfuse/policy/gate.h"
 
@@ -100,6 +107,11 @@ at::ScalarType residual_gate_dtype(const at::Tensor& residual, const at::Tensor&
       residual, fold_intermediate({}, binary_dtype(gate, update), product_zero_dim)));
 }
 
+// dtype of x + bias (F.silu keeps it), or of x alone.
+at::ScalarType biased_dtype(const at::Tensor& x, const std::optional<at::Tensor>& bias) {
+  return bias ? binary_dtype(x, *bias) : x.scalar_type();
+}
+
 // ---- the eager chains, as model code writes them; `out` receives the last op's result ------------
 
 // x * (1 + scale) + shift. The last add writes into `out`: the same kernel and values as the
@@ -114,30 +126,105 @@ void residual_gate_eager(const at::Tensor& residual, const at::Tensor& gate, con
   at::add_out(out, residual, at::mul(gate, update));
 }
 
+// F.silu(a) * b.
+void silu_mul_eager(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) {
+  at::mul_out(out, at::silu(a), b);
+}
+
+// F.silu(x + bias).
+void bias_silu_eager(const at::Tensor& x, const at::Tensor& bias, at::Tensor& out) {
+  at::silu_out(out, at::add(x, bias));
+}
+
+// h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)   (without a bias: x.chunk(2, dim=-1)).
+void bias_glu_eager(const at::Tensor& x, const at::Tensor* bias, at::Tensor& out) {
+  const at::Tensor biased = bias ? at::add(x, *bias) : x;
+  const std::vector<at::Tensor> halves = biased.chunk(2, -1);
+  at::mul_out(out, halves[0], at::silu(halves[1]));
+}
+
 // ---- running an op through the Gate --------------------------------------------------------------
+
+constexpr int kMaxInputs = 3;
+
+// An op's tensor inputs, by reference (no reference-count traffic on the call path).
+class Inputs {
+ public:
+  Inputs(std::initializer_list<const at::Tensor*> tensors) {
+    for (const at::Tensor* t : tensors) tensors_[size_++] = t;
+  }
+  int size() const { return size_; }
+  const at::Tensor& operator[](int i) const { return *tensors_[i]; }
+
+ private:
+  std::array<const at::Tensor*, kMaxInputs> tensors_{};
+  int size_ = 0;
+};
+
+using Views = std::span<const TensorView>;
 
 struct OpInfo {
   const char* name;  // the dfuse op name, as the Gate and the registry know it
-  bool (*can_use)(const TensorView&, const TensorView&, const TensorView&, const TensorView&, std::string*);
-  void (*fused)(const TensorView&, const TensorView&, const TensorView&, const TensorView&, dfuse::Stream);
-  void (*eager)(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&);
+  bool (*can_use)(Views in, const TensorView& out, std::string* why);
+  void (*fused)(Views in, const TensorView& out, dfuse::Stream stream);
+  void (*eager)(const Inputs& in, at::Tensor& out);
 };
 
-constexpr OpInfo kModulate{"diffusion.modulate_scale_shift", &dfuse::can_use_modulate_scale_shift,
-                           &dfuse::modulate_scale_shift, &modulate_eager};
-constexpr OpInfo kResidualGate{"diffusion.residual_gate_add", &dfuse::can_use_residual_gate_add,
-                               &dfuse::residual_gate_add, &residual_gate_eager};
+constexpr OpInfo kModulate{
+    "diffusion.modulate_scale_shift",
+    [](Views in, const TensorView& out, std::string* why) {
+      return dfuse::can_use_modulate_scale_shift(in[0], in[1], in[2], out, why);
+    },
+    [](Views in, const TensorView& out, dfuse::Stream s) {
+      dfuse::modulate_scale_shift(in[0], in[1], in[2], out, s);
+    },
+    [](const Inputs& in, at::Tensor& out) { modulate_eager(in[0], in[1], in[2], out); }};
+constexpr OpInfo kResidualGate{
+    "diffusion.residual_gate_add",
+    [](Views in, const TensorView& out, std::string* why) {
+      return dfuse::can_use_residual_gate_add(in[0], in[1], in[2], out, why);
+    },
+    [](Views in, const TensorView& out, dfuse::Stream s) {
+      dfuse::residual_gate_add(in[0], in[1], in[2], out, s);
+    },
+    [](const Inputs& in, at::Tensor& out) { residual_gate_eager(in[0], in[1], in[2], out); }};
+constexpr OpInfo kSiluMul{
+    "diffusion.silu_mul",
+    [](Views in, const TensorView& out, std::string* why) {
+      return dfuse::can_use_silu_mul(in[0], in[1], out, why);
+    },
+    [](Views in, const TensorView& out, dfuse::Stream s) { dfuse::silu_mul(in[0], in[1], out, s); },
+    [](const Inputs& in, at::Tensor& out) { silu_mul_eager(in[0], in[1], out); }};
+constexpr OpInfo kBiasSilu{
+    "diffusion.bias_silu",
+    [](Views in, const TensorView& out, std::string* why) {
+      return dfuse::can_use_bias_silu(in[0], in[1], out, why);
+    },
+    [](Views in, const TensorView& out, dfuse::Stream s) { dfuse::bias_silu(in[0], in[1], out, s); },
+    [](const Inputs& in, at::Tensor& out) { bias_silu_eager(in[0], in[1], out); }};
+// Inputs {x} or {x, bias}.
+constexpr OpInfo kBiasGlu{
+    "diffusion.bias_glu",
+    [](Views in, const TensorView& out, std::string* why) {
+      return dfuse::can_use_bias_glu(in[0], in.size() > 1 ? &in[1] : nullptr, out, why);
+    },
+    [](Views in, const TensorView& out, dfuse::Stream s) {
+      dfuse::bias_glu(in[0], in.size() > 1 ? &in[1] : nullptr, out, s);
+    },
+    [](const Inputs& in, at::Tensor& out) { bias_glu_eager(in[0], in.size() > 1 ? &in[1] : nullptr, out); }};
 
 // Everything one call needs, so that the Gate's callbacks capture a single reference and
 // std::function stores them without allocating.
 struct Call {
   const OpInfo& op;
-  const at::Tensor& a;
-  const at::Tensor& b;
-  const at::Tensor& c;
+  const Inputs& inputs;
   at::Tensor& out;
-  TensorView va, vb, vc, vout;
+  std::array<TensorView, kMaxInputs> views;
+  TensorView vout;
   dfuse::Stream stream;
+
+  Views input_views() const { return Views(views.data(), size_t(inputs.size())); }
+  void run_fused() const { op.fused(input_views(), vout, stream); }
 };
 
 at::ScalarType same_size_integer(const at::Tensor& t) {
@@ -152,9 +239,9 @@ at::ScalarType same_size_integer(const at::Tensor& t) {
 // Runs the fused kernel into call.out and the eager chain into a scratch tensor; "" when every bit
 // matches (integer views, so -0/+0 and NaN payloads count), else where they differ.
 std::string verify(Call& call) {
-  call.op.fused(call.va, call.vb, call.vc, call.vout, call.stream);
+  call.run_fused();
   at::Tensor reference = at::empty_like(call.out);
-  call.op.eager(call.a, call.b, call.c, reference);
+  call.op.eager(call.inputs, reference);
   const at::ScalarType bits = same_size_integer(call.out);
   if (at::equal(call.out.view(bits), reference.view(bits))) return "";
   const at::Tensor fused_host = call.out.cpu();
@@ -165,27 +252,38 @@ std::string verify(Call& call) {
 
 // The device the eager chain computes on: the first operand off the CPU (0-dim CPU tensors
 // take part as scalars).
-c10::Device compute_device(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-  for (const at::Tensor* t : {&a, &b, &c})
-    if (!t->is_cpu()) return t->device();
-  return a.device();
+c10::Device compute_device(const Inputs& in) {
+  for (int k = 0; k < in.size(); ++k)
+    if (!in[k].is_cpu()) return in[k].device();
+  return in[0].device();
 }
 
-at::Tensor run(const OpInfo& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& c,
-               at::IntArrayRef shape, at::ScalarType dtype) {
-  const c10::Device device = compute_device(a, b, c);
+// The views of the inputs and the output; false when a tensor has none or the kernel refuses them.
+bool fused_views(Call& call) {
+  for (int k = 0; k < call.inputs.size(); ++k) {
+    const auto v = input_view(call.inputs[k]);
+    if (!v) return false;
+    call.views[size_t(k)] = *v;
+  }
+  const auto vout = view_of(call.out, call.out.mutable_data_ptr());
+  if (!vout) return false;
+  call.vout = *vout;
+  return call.op.can_use(call.input_views(), call.vout, nullptr);
+}
+
+at::Tensor run(const OpInfo& op, const Inputs& in, at::IntArrayRef shape, at::ScalarType dtype) {
+  const c10::Device device = compute_device(in);
   const c10::OptionalDeviceGuard device_guard(device);
-  at::Tensor out = at::empty(shape, a.options().dtype(dtype).device(device));
-  const auto va = input_view(a), vb = input_view(b), vc = input_view(c);
-  const auto vout = view_of(out, out.mutable_data_ptr());
-  if (!va || !vb || !vc || !vout || !op.can_use(*va, *vb, *vc, *vout, nullptr)) {
-    op.eager(a, b, c, out);
+  at::Tensor out = at::empty(shape, in[0].options().dtype(dtype).device(device));
+  Call call{op, in, out, {}, {}, {}};
+  if (!fused_views(call)) {
+    op.eager(in, out);
     return out;
   }
-  Call call{op, a, b, c, out, *va, *vb, *vc, *vout, {}};
   try {
     dfuse::Signature sig(op.name);
-    sig.add(call.va).add(call.vb).add(call.vc).add(call.vout);
+    for (const TensorView& v : call.input_views()) sig.add(v);
+    sig.add(call.vout);
     bool capturing = false;
     if (device.is_cuda()) {
       const cudaDeviceProp* props = at::cuda::getDeviceProperties(device.index());
@@ -195,32 +293,65 @@ at::Tensor run(const OpInfo& op, const at::Tensor& a, const at::Tensor& b, const
       call.stream.handle = at::cuda::getCurrentCUDAStream(device.index()).stream();
     }
     dfuse::Gate::global().run(
-        sig, capturing, [&call] { call.op.fused(call.va, call.vb, call.vc, call.vout, call.stream); },
-        [&call] { call.op.eager(call.a, call.b, call.c, call.out); }, [&call] { return verify(call); });
+        sig, capturing, [&call] { call.run_fused(); }, [&call] { call.op.eager(call.inputs, call.out); },
+        [&call] { return verify(call); });
   } catch (const dfuse::Error& e) {
     TORCH_CHECK(false, "dfuse ", op.name, ": ", e.what());
   }
   return out;
 }
 
+at::DimVector broadcast_shape(const at::Tensor& a, const at::Tensor& b) {
+  return at::infer_size_dimvector(a.sizes(), b.sizes());
+}
+
 at::DimVector broadcast_shape(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-  return at::infer_size_dimvector(at::infer_size_dimvector(a.sizes(), b.sizes()), c.sizes());
+  return at::infer_size_dimvector(broadcast_shape(a, b), c.sizes());
+}
+
+c10::SymDimVector broadcast_sym_shape(const at::Tensor& a, const at::Tensor& b) {
+  return at::infer_size_symdimvector(a.sym_sizes(), b.sym_sizes());
 }
 
 c10::SymDimVector broadcast_sym_shape(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
-  return at::infer_size_symdimvector(at::infer_size_symdimvector(a.sym_sizes(), b.sym_sizes()),
-                                     c.sym_sizes());
+  return at::infer_size_symdimvector(broadcast_sym_shape(a, b), c.sym_sizes());
+}
+
+// Shape of h * F.silu(g) for h, g = (x + bias).chunk(2, dim=-1): the last dim halved. An odd last
+// dim is refused (torch.chunk would give unequal halves).
+template <typename Shape>
+Shape glu_shape(Shape biased) {
+  TORCH_CHECK(!biased.empty(), "dfuse bias_glu: x must have at least one dim");
+  TORCH_CHECK(biased.back() % 2 == 0, "dfuse bias_glu: the last dim of x (+ bias) must be even, got ",
+              biased.back());
+  biased.back() /= 2;
+  return biased;
 }
 
 // ---- the ops -------------------------------------------------------------------------------------
 
 at::Tensor modulate_scale_shift(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift) {
-  return run(kModulate, x, scale, shift, broadcast_shape(x, scale, shift), modulate_dtype(x, scale, shift));
+  return run(kModulate, {&x, &scale, &shift}, broadcast_shape(x, scale, shift),
+             modulate_dtype(x, scale, shift));
 }
 
 at::Tensor residual_gate_add(const at::Tensor& residual, const at::Tensor& gate, const at::Tensor& update) {
-  return run(kResidualGate, residual, gate, update, broadcast_shape(residual, gate, update),
+  return run(kResidualGate, {&residual, &gate, &update}, broadcast_shape(residual, gate, update),
              residual_gate_dtype(residual, gate, update));
+}
+
+at::Tensor silu_mul(const at::Tensor& a, const at::Tensor& b) {
+  return run(kSiluMul, {&a, &b}, broadcast_shape(a, b), binary_dtype(a, b));
+}
+
+at::Tensor bias_silu(const at::Tensor& x, const at::Tensor& bias) {
+  return run(kBiasSilu, {&x, &bias}, broadcast_shape(x, bias), binary_dtype(x, bias));
+}
+
+at::Tensor bias_glu(const at::Tensor& x, const std::optional<at::Tensor>& bias) {
+  const at::DimVector biased = bias ? broadcast_shape(x, *bias) : at::DimVector(x.sizes());
+  const Inputs in = bias ? Inputs{&x, &*bias} : Inputs{&x};
+  return run(kBiasGlu, in, glu_shape(biased), biased_dtype(x, bias));
 }
 
 // Fake implementations: symbolic shapes, so that dynamic-shape tracing works too.
@@ -233,6 +364,19 @@ at::Tensor residual_gate_add_meta(const at::Tensor& residual, const at::Tensor& 
                                   const at::Tensor& update) {
   return at::empty_symint(broadcast_sym_shape(residual, gate, update),
                           residual.options().dtype(residual_gate_dtype(residual, gate, update)));
+}
+
+at::Tensor silu_mul_meta(const at::Tensor& a, const at::Tensor& b) {
+  return at::empty_symint(broadcast_sym_shape(a, b), a.options().dtype(binary_dtype(a, b)));
+}
+
+at::Tensor bias_silu_meta(const at::Tensor& x, const at::Tensor& bias) {
+  return at::empty_symint(broadcast_sym_shape(x, bias), x.options().dtype(binary_dtype(x, bias)));
+}
+
+at::Tensor bias_glu_meta(const at::Tensor& x, const std::optional<at::Tensor>& bias) {
+  const c10::SymDimVector biased = bias ? broadcast_sym_shape(x, *bias) : c10::SymDimVector(x.sym_sizes());
+  return at::empty_symint(glu_shape(biased), x.options().dtype(biased_dtype(x, bias)));
 }
 
 // "modulate_scale_shift" and "diffusion.modulate_scale_shift" both name the op.
@@ -256,6 +400,9 @@ TORCH_LIBRARY(dfuse, m) {
   m.def("modulate_scale_shift(Tensor x, Tensor scale, Tensor shift) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("residual_gate_add(Tensor residual, Tensor gate, Tensor update) -> Tensor",
         {at::Tag::pt2_compliant_tag});
+  m.def("silu_mul(Tensor a, Tensor b) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("bias_silu(Tensor x, Tensor bias) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("bias_glu(Tensor x, Tensor? bias=None) -> Tensor", {at::Tag::pt2_compliant_tag});
   m.def("gate_report() -> str", &gate_report);
   m.def("op_counters(str op) -> int[]", &op_counters);
   m.def("gate_reset() -> ()", &gate_reset);
@@ -264,14 +411,23 @@ TORCH_LIBRARY(dfuse, m) {
 TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
   m.impl("modulate_scale_shift", &modulate_scale_shift);
   m.impl("residual_gate_add", &residual_gate_add);
+  m.impl("silu_mul", &silu_mul);
+  m.impl("bias_silu", &bias_silu);
+  m.impl("bias_glu", &bias_glu);
 }
 
 TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
   m.impl("modulate_scale_shift", &modulate_scale_shift);
   m.impl("residual_gate_add", &residual_gate_add);
+  m.impl("silu_mul", &silu_mul);
+  m.impl("bias_silu", &bias_silu);
+  m.impl("bias_glu", &bias_glu);
 }
 
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("modulate_scale_shift", &modulate_scale_shift_meta);
   m.impl("residual_gate_add", &residual_gate_add_meta);
+  m.impl("silu_mul", &silu_mul_meta);
+  m.impl("bias_silu", &bias_silu_meta);
+  m.impl("bias_glu", &bias_glu_meta);
 }

@@ -32,9 +32,12 @@ _load()
 
 modulate_scale_shift = torch.ops.dfuse.modulate_scale_shift
 residual_gate_add = torch.ops.dfuse.residual_gate_add
+silu_mul = torch.ops.dfuse.silu_mul  # F.silu(a) * b
+bias_silu = torch.ops.dfuse.bias_silu  # F.silu(x + bias)
+bias_glu = torch.ops.dfuse.bias_glu  # h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
-__all__ = ["modulate_scale_shift", "residual_gate_add", "gate_report", "op_counters", "gate_reset",
-           "library_path"]
+__all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "gate_report",
+           "op_counters", "gate_reset", "library_path"]
