@@ -9,8 +9,6 @@ fused kernel is expected to run, each case calls the op twice (the Gate's first 
 kernel alone) and the op counters must show two fused calls and no new fallback.
 """
 
-from collections import namedtuple
-
 import pytest
 from conftest import require_cuda
 
@@ -20,14 +18,13 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
+from bitwise import assert_bitwise, check_op, rand  # noqa: E402
 
 FLUX2 = (1, 4608, 3072)  # FLUX.2-like MLP rows: 4608 tokens, 3072 gate/up channels
 SANA = (1, 1024, 5600)  # Sana 1600M at 1024px: 32x32 latent tokens, GLUMBConv 2C = 11200
 ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 1539), (2, 33, 77)]
 HALF = [torch.bfloat16, torch.float16]
 ALL = HALF + [torch.float32]
-
-Counters = namedtuple("Counters", "fused eager verifications fallbacks")
 
 
 def silu_mul_chain(a, b):
@@ -50,49 +47,9 @@ OPS = {
 }
 
 
-def counters(name):
-    return Counters(*dt.op_counters(name))
-
-
-def rand(shape, dtype, amplitude=1.0, device="cuda"):
-    """Fresh normal data times `amplitude`, drawn in f32 and rounded once to `dtype`."""
-    return (torch.randn(shape, device=device, dtype=torch.float32) * amplitude).to(dtype)
-
-
-def bits(t):
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-def assert_bitwise(out, ref):
-    assert out.dtype == ref.dtype
-    assert out.shape == ref.shape
-    assert out.is_contiguous()
-    same = torch.equal(bits(out), bits(ref.contiguous()))
-    if not same:
-        differ = (bits(out) != bits(ref.contiguous())).sum().item()
-        pytest.fail(f"{differ} of {out.numel()} elements differ bitwise from the eager chain")
-
-
-def poison_allocator(nbytes, device="cuda"):
-    """Leaves a freed all-ones block in the caching allocator, so an element the kernel skips shows up."""
-    torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(0xFF)
-
-
 def check(name, args, fused=True):
-    """Op vs eager chain, bitwise. fused=True: the fused kernel must have run (both calls, no fallback);
-    False: it must not have run; None: either is fine."""
     op, chain = OPS[name]
-    ref = chain(*args)
-    before = counters(name)
-    for _ in range(2):
-        poison_allocator(ref.numel() * ref.element_size(), ref.device)
-        assert_bitwise(op(*args), ref)
-    after = counters(name)
-    if fused:
-        assert after.fused - before.fused == 2 and after.fallbacks == before.fallbacks, dt.gate_report()
-    elif fused is False:
-        assert after.fused == before.fused, dt.gate_report()
-    return ref
+    return check_op(name, op, chain, args, fused)
 
 
 def sprinkle_specials(t):

@@ -10,8 +10,6 @@ alone. The op counters must show two fused calls and no new fallback, so a kerne
 silently fell back to the eager chain fails the test.
 """
 
-from collections import namedtuple
-
 import pytest
 from conftest import require_cuda
 
@@ -20,6 +18,7 @@ require_cuda()
 import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
+from bitwise import assert_bitwise, check_op, counters, rand  # noqa: E402
 
 FLUX = (1, 4608, 3072)  # FLUX.1 image tokens at 1024x1024, hidden 3072
 WAN = (1, 75600, 5120)  # Wan 2.1 14B, 720p 81 frames: 21 latent frames x 3600 tokens, hidden 5120
@@ -27,8 +26,6 @@ WAN_FRAMES = (1, 21, 3600, 5120)
 ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 1536), (2, 4097, 2560)]
 HALF = [torch.bfloat16, torch.float16]
 ALL = HALF + [torch.float32]
-
-Counters = namedtuple("Counters", "fused eager verifications fallbacks")
 
 
 def modulate_chain(x, scale, shift):
@@ -45,50 +42,9 @@ OPS = {
 }
 
 
-def counters(name):
-    return Counters(*dt.op_counters(name))
-
-
-def rand(shape, dtype, amplitude=1.0, device="cuda"):
-    """Fresh normal data times `amplitude`, drawn in f32 and rounded once to `dtype`."""
-    return (torch.randn(shape, device=device, dtype=torch.float32) * amplitude).to(dtype)
-
-
-def bits(t):
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-def assert_bitwise(out, ref):
-    assert out.dtype == ref.dtype
-    assert out.shape == ref.shape
-    assert out.is_contiguous()
-    same = torch.equal(bits(out), bits(ref.contiguous()))
-    if not same:
-        differ = (bits(out) != bits(ref.contiguous())).sum().item()
-        pytest.fail(f"{differ} of {out.numel()} elements differ bitwise from the eager chain")
-
-
-def poison_allocator(nbytes, device="cuda"):
-    """Leaves a freed all-ones block of `nbytes` in the caching allocator, so that the op's output (likely
-    that block) starts as NaN everywhere and an element the kernel skips shows up as a mismatch."""
-    torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(0xFF)
-
-
 def check(name, args, fused=True):
-    """Op vs eager chain, bitwise. fused=True: the fused kernel must have run (both calls, no fallback);
-    False: it must not have run; None: either is fine (layouts the kernel may or may not take)."""
     op, chain = OPS[name]
-    ref = chain(*args)
-    before = counters(name)
-    for _ in range(2):
-        poison_allocator(ref.numel() * ref.element_size(), ref.device)
-        assert_bitwise(op(*args), ref)
-    after = counters(name)
-    if fused:
-        assert after.fused - before.fused == 2 and after.fallbacks == before.fallbacks, dt.gate_report()
-    elif fused is False:
-        assert after.fused == before.fused, dt.gate_report()
-    return ref
+    return check_op(name, op, chain, args, fused)
 
 
 # ---- modulate_scale_shift ---------------------------------------------------------------------------------

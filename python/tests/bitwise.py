@@ -1,0 +1,55 @@
+"""Bitwise comparison helpers shared by the torch op tests (imported after conftest.require_cuda())."""
+
+from collections import namedtuple
+
+import pytest
+import torch
+
+import dfuse.torch as dt
+
+Counters = namedtuple("Counters", "fused eager verifications fallbacks")
+
+
+def counters(name):
+    return Counters(*dt.op_counters(name))
+
+
+def rand(shape, dtype, amplitude=1.0, device="cuda"):
+    """Fresh normal data times `amplitude`, drawn in f32 and rounded once to `dtype`."""
+    return (torch.randn(shape, device=device, dtype=torch.float32) * amplitude).to(dtype)
+
+
+def bits(t):
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def assert_bitwise(out, ref):
+    assert out.dtype == ref.dtype
+    assert out.shape == ref.shape
+    assert out.is_contiguous()
+    same = torch.equal(bits(out), bits(ref.contiguous()))
+    if not same:
+        differ = (bits(out) != bits(ref.contiguous())).sum().item()
+        pytest.fail(f"{differ} of {out.numel()} elements differ bitwise from the eager chain")
+
+
+def poison_allocator(nbytes, device="cuda"):
+    """Leaves a freed all-ones block of `nbytes` in the caching allocator, so that the op's output (likely
+    that block) starts as NaN everywhere and an element the kernel skips shows up as a mismatch."""
+    torch.empty(nbytes, dtype=torch.uint8, device=device).fill_(0xFF)
+
+
+def check_op(name, op, chain, args, fused=True):
+    """Op vs eager chain, bitwise, called twice (first sight, then verified). fused=True: the fused kernel
+    must have run both times with no new fallback; False: it must not have run; None: either is fine."""
+    ref = chain(*args)
+    before = counters(name)
+    for _ in range(2):
+        poison_allocator(ref.numel() * ref.element_size(), ref.device)
+        assert_bitwise(op(*args), ref)
+    after = counters(name)
+    if fused:
+        assert after.fused - before.fused == 2 and after.fallbacks == before.fallbacks, dt.gate_report()
+    elif fused is False:
+        assert after.fused == before.fused, dt.gate_report()
+    return ref
