@@ -98,4 +98,17 @@ CaseGenerator find_cases(std::string_view op) {
   return it == g.by_op.end() ? nullptr : it->second;
 }
 
+Case CaseOp::make(std::string label, DType dtype, std::vector<OperandSpec> inputs, std::vector<int64_t> out_sizes,
+                  Values values) const {
+  if (values == Values::specials) label += " nan/inf";
+  return Case{.op = name,
+              .label = std::move(label),
+              .dtype = dtype,
+              .inputs = std::move(inputs),
+              .out_sizes = std::move(out_sizes),
+              .values = values,
+              .fused = fused,
+              .eager = eager};
+}
+
 }  // namespace dfuse::cli

@@ -66,6 +66,20 @@ struct Case {
   int64_t min_bytes() const;
 };
 
+// The dtypes every floating op is verified in.
+inline constexpr DType kCaseDtypes[] = {DType::bf16, DType::f16, DType::f32};
+
+// An op as case generators see it: its registry name and its two runners. make() builds one
+// case, marking the label of a case with special values.
+struct CaseOp {
+  const char* name;
+  FusedRunner fused;
+  EagerRunner eager;
+
+  Case make(std::string label, DType dtype, std::vector<OperandSpec> inputs, std::vector<int64_t> out_sizes,
+            Values values = Values::finite) const;
+};
+
 // "[1, 4608, 3072]"
 std::string shape_str(const std::vector<int64_t>& sizes);
 

@@ -9,28 +9,7 @@ namespace dfuse::cli {
 
 namespace {
 
-constexpr DType kAllDtypes[] = {DType::bf16, DType::f16, DType::f32};
-
-struct Op {
-  const char* name;
-  FusedRunner fused;
-  EagerRunner eager;
-
-  Case make(std::string label, DType dtype, std::vector<OperandSpec> inputs, std::vector<int64_t> out_sizes,
-            Values values) const {
-    if (values == Values::specials) label += " nan/inf";
-    return Case{.op = name,
-                .label = std::move(label),
-                .dtype = dtype,
-                .inputs = std::move(inputs),
-                .out_sizes = std::move(out_sizes),
-                .values = values,
-                .fused = fused,
-                .eager = eager};
-  }
-};
-
-const Op kSiluMul{
+const CaseOp kSiluMul{
     "diffusion.silu_mul",
     [](std::span<const TensorView> in, const TensorView& out, Stream s) { silu_mul(in[0], in[1], out, s); },
     [](std::span<const TensorView> in, const TensorView& out, eager::Workspace& ws, Stream s) {
@@ -38,7 +17,7 @@ const Op kSiluMul{
     },
 };
 
-const Op kBiasSilu{
+const CaseOp kBiasSilu{
     "diffusion.bias_silu",
     [](std::span<const TensorView> in, const TensorView& out, Stream s) { bias_silu(in[0], in[1], out, s); },
     [](std::span<const TensorView> in, const TensorView& out, eager::Workspace& ws, Stream s) {
@@ -49,7 +28,7 @@ const Op kBiasSilu{
 // inputs = {x} or {x, bias}.
 const TensorView* optional_bias(std::span<const TensorView> in) { return in.size() > 1 ? &in[1] : nullptr; }
 
-const Op kBiasGlu{
+const CaseOp kBiasGlu{
     "diffusion.bias_glu",
     [](std::span<const TensorView> in, const TensorView& out, Stream s) {
       bias_glu(in[0], optional_bias(in), out, s);
@@ -90,12 +69,12 @@ std::vector<Case> silu_mul_cases(const CaseRequest& request) {
     return cases;
   }
   for (const auto& s : shapes.models) {
-    for (DType t : kAllDtypes) cases.push_back(silu_mul(s, false, t));
+    for (DType t : kCaseDtypes) cases.push_back(silu_mul(s, false, t));
     cases.push_back(silu_mul(s, true, DType::bf16));
   }
   cases.push_back(silu_mul(shapes.models.front(), true, DType::bf16, Values::specials));
   for (const auto& s : shapes.odd) {
-    for (DType t : kAllDtypes) {
+    for (DType t : kCaseDtypes) {
       cases.push_back(silu_mul(s, false, t));
       cases.push_back(silu_mul(s, true, t, Values::specials));
     }
@@ -125,11 +104,11 @@ std::vector<Case> bias_silu_cases(const CaseRequest& request) {
     return cases;
   }
   for (const auto& s : shapes.models) {
-    for (DType t : kAllDtypes) cases.push_back(bias_silu(s, false, t));
+    for (DType t : kCaseDtypes) cases.push_back(bias_silu(s, false, t));
     cases.push_back(bias_silu(s, true, DType::bf16));
   }
   for (const auto& s : shapes.odd) {
-    for (DType t : kAllDtypes) {
+    for (DType t : kCaseDtypes) {
       cases.push_back(bias_silu(s, false, t));
       cases.push_back(bias_silu(s, true, t, Values::specials));
     }
@@ -154,11 +133,11 @@ std::vector<Case> bias_glu_cases(const CaseRequest& request) {
     return cases;
   }
   for (const auto& s : shapes.models) {
-    for (DType t : kAllDtypes) cases.push_back(bias_glu(s, true, t));
+    for (DType t : kCaseDtypes) cases.push_back(bias_glu(s, true, t));
     cases.push_back(bias_glu(s, false, DType::bf16));
   }
   for (const auto& s : shapes.odd) {
-    for (DType t : kAllDtypes) {
+    for (DType t : kCaseDtypes) {
       cases.push_back(bias_glu(s, true, t));
       cases.push_back(bias_glu(s, false, t, Values::specials));
     }

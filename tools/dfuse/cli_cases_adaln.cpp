@@ -8,33 +8,13 @@ namespace dfuse::cli {
 
 namespace {
 
-constexpr DType kAllDtypes[] = {DType::bf16, DType::f16, DType::f32};
-
 // temb.chunk(6): shift, scale, gate of the attention branch, then of the MLP branch.
 constexpr int kChunks = 6;
 constexpr int kShiftChunk = 0;
 constexpr int kScaleChunk = 1;
 constexpr int kGateChunk = 2;
 
-struct Op {
-  const char* name;
-  FusedRunner fused;
-  EagerRunner eager;
-
-  Case make(std::string label, DType dtype, std::vector<OperandSpec> inputs, std::vector<int64_t> out_sizes,
-            Values values = Values::finite) const {
-    return Case{.op = name,
-                .label = std::move(label),
-                .dtype = dtype,
-                .inputs = std::move(inputs),
-                .out_sizes = std::move(out_sizes),
-                .values = values,
-                .fused = fused,
-                .eager = eager};
-  }
-};
-
-const Op kModulate{
+const CaseOp kModulate{
     "diffusion.modulate_scale_shift",
     [](std::span<const TensorView> in, const TensorView& out, Stream s) {
       modulate_scale_shift(in[0], in[1], in[2], out, s);
@@ -44,7 +24,7 @@ const Op kModulate{
     },
 };
 
-const Op kResidualGate{
+const CaseOp kResidualGate{
     "diffusion.residual_gate_add",
     [](std::span<const TensorView> in, const TensorView& out, Stream s) {
       residual_gate_add(in[0], in[1], in[2], out, s);
@@ -79,7 +59,6 @@ Case modulate(const TokenShape& s, Modulation m, DType dtype, Values values = Va
       label += " chunk6";
       break;
   }
-  if (values == Values::specials) label += " nan/inf";
   return kModulate.make(label, dtype, std::move(inputs), x, values);
 }
 
@@ -87,7 +66,6 @@ Case modulate_per_frame(const FrameShape& s, DType dtype, Values values = Values
   const std::vector<int64_t> x = {s.batch, s.frames, s.frame_tokens, s.hidden};
   const std::vector<int64_t> per_frame = {s.batch, s.frames, 1, s.hidden};
   std::string label = s.name + " per-frame";
-  if (values == Values::specials) label += " nan/inf";
   return kModulate.make(label, dtype, {dense("x", x), dense("scale", per_frame), dense("shift", per_frame)},
                         x, values);
 }
@@ -106,7 +84,7 @@ std::vector<Case> modulate_cases(const CaseRequest& request) {
     return cases;
   }
   for (const auto& s : shapes.models) {
-    for (DType t : kAllDtypes) cases.push_back(modulate(s, Modulation::chunk6, t));
+    for (DType t : kCaseDtypes) cases.push_back(modulate(s, Modulation::chunk6, t));
   }
   const TokenShape& first = shapes.models.front();
   cases.push_back(modulate(first, Modulation::per_batch, DType::bf16));
@@ -114,7 +92,7 @@ std::vector<Case> modulate_cases(const CaseRequest& request) {
   cases.push_back(modulate(first, Modulation::chunk6, DType::bf16, Values::specials));
   cases.push_back(in_place(modulate(first, Modulation::per_batch, DType::bf16)));
   for (const auto& s : shapes.odd) {
-    for (DType t : kAllDtypes) {
+    for (DType t : kCaseDtypes) {
       for (Modulation m : {Modulation::per_batch, Modulation::per_token, Modulation::chunk6}) {
         cases.push_back(modulate(s, m, t));
       }
@@ -123,7 +101,7 @@ std::vector<Case> modulate_cases(const CaseRequest& request) {
     cases.push_back(in_place(modulate(s, Modulation::chunk6, DType::f32)));
   }
   for (const auto& s : shapes.frames) {
-    for (DType t : kAllDtypes) cases.push_back(modulate_per_frame(s, t));
+    for (DType t : kCaseDtypes) cases.push_back(modulate_per_frame(s, t));
     cases.push_back(modulate_per_frame(s, DType::bf16, Values::specials));
   }
   return cases;
@@ -156,7 +134,6 @@ Case residual_gate(const TokenShape& s, Gating g, DType dtype, Values values = V
       break;
   }
   inputs.push_back(dense("update", x));
-  if (values == Values::specials) label += " nan/inf";
   return kResidualGate.make(label, dtype, std::move(inputs), x, values);
 }
 
@@ -175,7 +152,7 @@ std::vector<Case> residual_gate_cases(const CaseRequest& request) {
     return cases;
   }
   for (const auto& s : shapes.models) {
-    for (DType t : kAllDtypes) cases.push_back(residual_gate(s, Gating::chunk6, t));
+    for (DType t : kCaseDtypes) cases.push_back(residual_gate(s, Gating::chunk6, t));
   }
   const TokenShape& first = shapes.models.front();
   for (Gating g : {Gating::per_batch, Gating::per_token, Gating::full}) {
@@ -184,7 +161,7 @@ std::vector<Case> residual_gate_cases(const CaseRequest& request) {
   cases.push_back(residual_gate(first, Gating::chunk6, DType::bf16, Values::specials));
   cases.push_back(in_place(residual_gate(first, Gating::chunk6, DType::bf16)));
   for (const auto& s : shapes.odd) {
-    for (DType t : kAllDtypes) {
+    for (DType t : kCaseDtypes) {
       for (Gating g : {Gating::per_batch, Gating::per_token, Gating::full, Gating::chunk6}) {
         cases.push_back(residual_gate(s, g, t));
       }
@@ -193,7 +170,7 @@ std::vector<Case> residual_gate_cases(const CaseRequest& request) {
     cases.push_back(in_place(residual_gate(s, Gating::per_token, DType::f32)));
   }
   for (const auto& s : shapes.frames) {
-    for (DType t : kAllDtypes) cases.push_back(residual_gate_per_frame(s, t));
+    for (DType t : kCaseDtypes) cases.push_back(residual_gate_per_frame(s, t));
   }
   return cases;
 }
