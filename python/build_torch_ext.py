@@ -1,4 +1,4 @@
-"""Builds the dfuse torch extension (python/dfuse/csrc/torch_ops.cpp) against a CMake build of libdfuse.
+"""Builds the dfuse torch extension (python/dfuse/csrc/*.cpp) against a CMake build of libdfuse.
 
     python3 python/build_torch_ext.py --cmake-build build-gpu [--out DIR] [--verbose]
 
@@ -26,7 +26,8 @@ def build(cmake_build: Path, out: Path, verbose: bool) -> Path:
     cuda_home = cpp_extension.CUDA_HOME or "/usr/local/cuda"
     cpp_extension.load(
         name=NAME,
-        sources=[str(REPO / "python" / "dfuse" / "csrc" / "torch_ops.cpp")],
+        # torch_ops.cpp defines the library; each other file adds one op family as a fragment.
+        sources=sorted(str(p) for p in (REPO / "python" / "dfuse" / "csrc").glob("*.cpp")),
         # The dfuse headers are C++20; a later -std wins over cpp_extension's -std=c++17.
         extra_cflags=["-std=c++20", "-O2", "-Wall"],
         extra_include_paths=[str(REPO / "include"), os.path.join(cuda_home, "include")],

@@ -31,45 +31,13 @@
 #include "dfuse/ops/activation.h"
 #include "dfuse/ops/adaln.h"
 #include "dfuse/policy/gate.h"
+#include "tensor_views.h"
 
 namespace {
 
 using dfuse::TensorView;
-
-std::optional<dfuse::DType> dfuse_dtype(at::ScalarType t) {
-  switch (t) {
-    case at::kBFloat16: return dfuse::DType::bf16;
-    case at::kHalf: return dfuse::DType::f16;
-    case at::kFloat: return dfuse::DType::f32;
-    case at::kDouble: return dfuse::DType::f64;
-    case at::kInt: return dfuse::DType::i32;
-    case at::kLong: return dfuse::DType::i64;
-    case at::kByte: return dfuse::DType::u8;
-    case at::kFloat8_e4m3fn: return dfuse::DType::f8_e4m3fn;
-    case at::kFloat8_e5m2: return dfuse::DType::f8_e5m2;
-    case at::kFloat4_e2m1fn_x2: return dfuse::DType::f4_e2m1x2;
-    default: return std::nullopt;
-  }
-}
-
-// The TensorView of a plain strided CPU or CUDA tensor; nullopt for anything a TensorView cannot
-// describe (other layouts, lazily negated or conjugated views, unmapped dtypes, rank > 8).
-std::optional<TensorView> view_of(const at::Tensor& t, void* data) {
-  const auto dtype = dfuse_dtype(t.scalar_type());
-  if (!dtype || t.layout() != at::kStrided || t.is_neg() || t.is_conj() || t.dim() > TensorView::kMaxDims)
-    return std::nullopt;
-  dfuse::Device device;
-  if (t.is_cuda()) {
-    device = dfuse::Device::cuda(t.get_device());
-  } else if (!t.is_cpu()) {
-    return std::nullopt;
-  }
-  return TensorView(data, *dtype, t.sizes().data(), t.strides().data(), int(t.dim()), device);
-}
-
-std::optional<TensorView> input_view(const at::Tensor& t) {
-  return view_of(t, const_cast<void*>(t.const_data_ptr()));
-}
+using dfuse::torch_binding::input_view;
+using dfuse::torch_binding::view_of;
 
 // ---- result dtype and shape, as the eager chain would produce them -------------------------------
 
