@@ -27,11 +27,17 @@ std::string_view bare_op_name(std::string_view op) {
   return dot == std::string_view::npos ? op : op.substr(dot + 1);
 }
 
+// Signatures are built on every gated call: append digits in place, without temporaries.
+void append_int(std::string& key, int64_t value) {
+  char text[24];
+  key.append(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
 void append_dims(std::string& key, const TensorView& t, int64_t (TensorView::*dim_value)(int) const) {
   key += '[';
   for (int d = 0; d < t.dim(); ++d) {
     if (d > 0) key += ',';
-    key += std::to_string((t.*dim_value)(d));
+    append_int(key, (t.*dim_value)(d));
   }
   key += ']';
 }
@@ -57,7 +63,7 @@ std::string hex_bits(uint64_t bits, size_t bytes) {
 
 // ---- Signature ------------------------------------------------------------------------------
 
-Signature::Signature(std::string op) : op_(std::move(op)), key_(op_) {}
+Signature::Signature(std::string op) : op_(std::move(op)), key_(op_) { key_.reserve(256); }
 
 // "bf16[2,3,4]s[12,4,1]a16@cuda:0": everything about a tensor an eager dispatch may look at.
 Signature& Signature::add(const TensorView& t) {
@@ -66,8 +72,10 @@ Signature& Signature::add(const TensorView& t) {
   append_dims(key_, t, &TensorView::size);
   key_ += 's';
   append_dims(key_, t, &TensorView::stride);
-  key_ += 'a' + std::to_string(t.alignment());
-  key_ += '@' + t.device().str();
+  key_ += 'a';
+  append_int(key_, t.alignment());
+  key_ += t.device().is_cuda() ? "@cuda:" : "@host";
+  if (t.device().is_cuda()) append_int(key_, t.device().index);
   return *this;
 }
 
@@ -83,7 +91,9 @@ Signature& Signature::add_scalar(std::string_view name, double value) {
 }
 
 Signature& Signature::set_sm(int major, int minor) {
-  key_ += " sm_" + std::to_string(major) + std::to_string(minor);
+  key_ += " sm_";
+  append_int(key_, major);
+  append_int(key_, minor);
   return *this;
 }
 
