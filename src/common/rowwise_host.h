@@ -5,7 +5,9 @@
 
 #include <utility>
 
+#include "common/dispatch.h"
 #include "common/rows.h"
+#include "dfuse/core/device.h"
 
 namespace dfuse::detail {
 
@@ -25,6 +27,15 @@ void rowwise_host_inputs(const RowwiseParams& p, Fn fn, std::index_sequence<K...
 template <typename T, typename Fn>
 void rowwise_host(const RowwiseParams& p, Fn fn) {
   rowwise_host_inputs<T>(p, fn, std::make_index_sequence<rowwise_arity<T, Fn>()>{});
+}
+
+// The host entry of a row-wise op whose element functor is Op<T>: dtype dispatch, then the loop.
+template <template <typename> class Op>
+void rowwise_host_entry(const RowwiseParams& p, Stream) {
+  dispatch_bf16_f16_f32(p.dtype, "row-wise host kernel", [&](auto tag) {
+    using T = decltype(tag);
+    rowwise_host<T>(p, Op<T>{});
+  });
 }
 
 }  // namespace dfuse::detail

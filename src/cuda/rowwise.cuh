@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "common/dispatch.h"
 #include "common/rows.h"
 #include "cuda/check.h"
 #include "dfuse/core/device.h"
@@ -164,6 +165,15 @@ void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {
     launch_rowwise_vec<T, 16 / sizeof(T)>(p, fn, s);
   else
     launch_rowwise_vec<T, 1>(p, fn, s);
+}
+
+// The CUDA entry of a row-wise op whose element functor is Op<T>: dtype dispatch, then launch.
+template <template <typename> class Op>
+void rowwise_cuda_entry(const RowwiseParams& p, Stream stream) {
+  dispatch_bf16_f16_f32(p.dtype, "row-wise kernel", [&](auto tag) {
+    using T = decltype(tag);
+    launch_rowwise<T>(p, Op<T>{}, stream);
+  });
 }
 
 }  // namespace dfuse::detail

@@ -1,7 +1,6 @@
 // diffusion.bias_silu: guards, dispatch, and the host kernel.
 #include "ops/activation/bias_silu.h"
 
-#include "common/dispatch.h"
 #include "common/entries.h"
 #include "common/guards.h"
 #include "common/rowwise_guards.h"
@@ -24,13 +23,7 @@ detail::GuardList check(const TensorView& x, const TensorView& bias, const Tenso
   return g;
 }
 
-void host_kernel(const detail::RowwiseParams& p, Stream) {
-  detail::dispatch_bf16_f16_f32(p.dtype, kOp, [&](auto tag) {
-    using T = decltype(tag);
-    detail::rowwise_host<T>(p, detail::BiasSilu<T>{});
-  });
-}
-DFUSE_REGISTER_ENTRY(host, "bias_silu", &host_kernel);
+DFUSE_REGISTER_ENTRY(host, "bias_silu", &detail::rowwise_host_entry<detail::BiasSilu>);
 
 }  // namespace
 

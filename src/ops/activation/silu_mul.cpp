@@ -1,7 +1,6 @@
 // diffusion.silu_mul: guards, dispatch, and the host kernel.
 #include "ops/activation/silu_mul.h"
 
-#include "common/dispatch.h"
 #include "common/entries.h"
 #include "common/guards.h"
 #include "common/rowwise_guards.h"
@@ -23,13 +22,7 @@ detail::GuardList check(const TensorView& a, const TensorView& b, const TensorVi
   return g;
 }
 
-void host_kernel(const detail::RowwiseParams& p, Stream) {
-  detail::dispatch_bf16_f16_f32(p.dtype, kOp, [&](auto tag) {
-    using T = decltype(tag);
-    detail::rowwise_host<T>(p, detail::SiluMul<T>{});
-  });
-}
-DFUSE_REGISTER_ENTRY(host, "silu_mul", &host_kernel);
+DFUSE_REGISTER_ENTRY(host, "silu_mul", &detail::rowwise_host_entry<detail::SiluMul>);
 
 }  // namespace
 

@@ -1,7 +1,6 @@
 // diffusion.modulate_scale_shift: guards, dispatch, and the host kernel.
 #include "ops/adaln/modulate_scale_shift.h"
 
-#include "common/dispatch.h"
 #include "common/entries.h"
 #include "common/guards.h"
 #include "common/rowwise_host.h"
@@ -24,13 +23,7 @@ detail::GuardList check(const TensorView& x, const TensorView& scale, const Tens
   return g;
 }
 
-void host_kernel(const detail::RowwiseParams& p, Stream) {
-  detail::dispatch_bf16_f16_f32(p.dtype, kOp, [&](auto tag) {
-    using T = decltype(tag);
-    detail::rowwise_host<T>(p, detail::ModulateScaleShift<T>{});
-  });
-}
-DFUSE_REGISTER_ENTRY(host, "modulate_scale_shift", &host_kernel);
+DFUSE_REGISTER_ENTRY(host, "modulate_scale_shift", &detail::rowwise_host_entry<detail::ModulateScaleShift>);
 
 }  // namespace
 

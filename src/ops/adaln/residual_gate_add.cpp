@@ -1,7 +1,6 @@
 // diffusion.residual_gate_add: guards, dispatch, and the host kernel.
 #include "ops/adaln/residual_gate_add.h"
 
-#include "common/dispatch.h"
 #include "common/entries.h"
 #include "common/rowwise_guards.h"
 #include "common/rowwise_host.h"
@@ -25,13 +24,7 @@ detail::GuardList check(const TensorView& residual, const TensorView& gate, cons
   return g;
 }
 
-void host_kernel(const detail::RowwiseParams& p, Stream) {
-  detail::dispatch_bf16_f16_f32(p.dtype, kOp, [&](auto tag) {
-    using T = decltype(tag);
-    detail::rowwise_host<T>(p, detail::ResidualGateAdd<T>{});
-  });
-}
-DFUSE_REGISTER_ENTRY(host, "residual_gate_add", &host_kernel);
+DFUSE_REGISTER_ENTRY(host, "residual_gate_add", &detail::rowwise_host_entry<detail::ResidualGateAdd>);
 
 }  // namespace
 
