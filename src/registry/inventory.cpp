@@ -92,11 +92,68 @@ void register_activation(Registry& r) {
                        });
 }
 
+// Data movement: values are copied, never computed (bitwise identical by construction).
+void register_data_movement(Registry& r) {
+  const auto layouts = layout_contiguous | layout_last_dim_contiguous;
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.usp_merge_heads",
+                           .symbol = "usp_merge_heads",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "x.permute(2, 1, 0, 3, 4).contiguous()",
+                           .models = {"MiniMax-H3"},
+                           .family = "data_movement",
+                           .description = "Ulysses head merge [W, S, B, h, D] -> [B, S, W, h, D]; strided x",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.joint_qkv_cat",
+                           .symbol = "joint_qkv_cat",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "torch.cat([img, txt], dim=1) for each of q, k, v",
+                           .models = {"Joy Image Edit"},
+                           .family = "data_movement",
+                           .description = "image-first joint Q/K/V token concat in one launch; strided "
+                                          "(packed projection) inputs",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.pack_qkv_destination_major",
+                           .symbol = "pack_qkv_destination_major",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "per-destination head shards of q, k, v before the Ulysses all-to-all",
+                           .models = {"MiniMax-H3"},
+                           .family = "data_movement",
+                           .description = "q, k, v [rows, G, hs] -> [W, rows, G/W, 3hs], head slots [q|k|v]",
+                       });
+}
+
+void register_routing(Registry& r) {
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.group_limited_topk",
+                           .symbol = "group_limited_topk",
+                           .capabilities = {.dtypes = {DType::f32}, .layouts = layout_last_dim_contiguous},
+                           .contract = Contract::selection_equivalent,
+                           .tier = Quality::lossless,
+                           .replaces = "group top-2 sum, group topk, masked_fill(-inf), "
+                                       "topk(top_k, sorted=False)",
+                           .models = {"LingBot Video MoE"},
+                           .family = "routing",
+                           .description = "group-limited MoE expert choice; scores [T, E] f32 (E <= 1024), "
+                                          "ids [T, top_k] int64, same set per row",
+                       });
+}
+
 }  // namespace
 
 void register_inventory(Registry& r) {
   register_adaln(r);
   register_activation(r);
+  register_data_movement(r);
+  register_routing(r);
 }
 
 }  // namespace dfuse

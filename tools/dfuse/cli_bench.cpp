@@ -70,7 +70,8 @@ struct RotatingSets {
 
 RotatingSets make_sets(const Case& c, Device device, int64_t rotate_bytes, uint64_t seed) {
   const size_t element_bytes = dtype_size(c.dtype);
-  int64_t set_bytes = c.out_numel() * int64_t(element_bytes);
+  const size_t out_bytes = size_t(c.out_numel()) * dtype_size(c.output_dtype());
+  int64_t set_bytes = int64_t(out_bytes);
   for (const auto& operand : c.inputs) set_bytes += operand.storage_elements * int64_t(element_bytes);
   const int64_t count = std::max<int64_t>(1, (rotate_bytes + set_bytes - 1) / set_bytes);
 
@@ -90,7 +91,7 @@ RotatingSets make_sets(const Case& c, Device device, int64_t rotate_bytes, uint6
     }
     sets.views.push_back(input_views(c, storage));
     sets.inputs.push_back(std::move(storage));
-    sets.outputs.emplace_back(device, size_t(c.out_numel()) * element_bytes);
+    sets.outputs.emplace_back(device, out_bytes);
     sets.out_views.push_back(output_view(c, sets.outputs.back()));
   }
   rt.synchronize(Stream{});

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,12 +57,15 @@ struct Case {
   DType dtype = DType::bf16;
   std::vector<OperandSpec> inputs;
   std::vector<int64_t> out_sizes;  // the output is dense
+  std::optional<DType> out_dtype;  // the output's dtype when it is not `dtype` (int64 ids)
+  bool out_rows_are_sets = false;  // each output row (last dim) is a set: compared in sorted order
   int in_place_input = -1;         // >= 0: the fused run writes into this (dense) input
   Values values = Values::finite;
   FusedRunner fused = nullptr;
   EagerRunner eager = nullptr;
 
   int64_t out_numel() const;
+  DType output_dtype() const { return out_dtype.value_or(dtype); }
   // Fewest bytes an implementation moves: each input element read once, the output written once.
   int64_t min_bytes() const;
 };

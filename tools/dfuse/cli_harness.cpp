@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "dfuse/core/error.h"
@@ -136,6 +137,24 @@ BitComparison compare_bits(const void* actual, const void* expected, int64_t ele
   return result;
 }
 
+void sort_rows(void* data, int64_t elements, int64_t row_elements, size_t element_bytes) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  const size_t row_bytes = static_cast<size_t>(row_elements) * element_bytes;
+  std::vector<unsigned char> row(row_bytes);
+  std::vector<size_t> order(static_cast<size_t>(row_elements));
+  const auto element_less = [&](size_t a, size_t b) {
+    return std::memcmp(&row[a * element_bytes], &row[b * element_bytes], element_bytes) < 0;
+  };
+  for (int64_t begin = 0; begin < elements; begin += row_elements) {
+    unsigned char* target = bytes + begin * int64_t(element_bytes);
+    std::memcpy(row.data(), target, row_bytes);
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(), element_less);
+    for (size_t i = 0; i < order.size(); ++i)
+      std::memcpy(target + i * element_bytes, &row[order[i] * element_bytes], element_bytes);
+  }
+}
+
 int64_t count_poisoned(const void* data, int64_t elements, size_t element_bytes) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   int64_t count = 0;
@@ -169,7 +188,7 @@ std::vector<TensorView> input_views(const Case& c, const std::vector<DeviceBuffe
 }
 
 TensorView output_view(const Case& c, const DeviceBuffer& buffer) {
-  return TensorView::contiguous(buffer.data(), c.dtype, c.out_sizes.data(), int(c.out_sizes.size()),
+  return TensorView::contiguous(buffer.data(), c.output_dtype(), c.out_sizes.data(), int(c.out_sizes.size()),
                                 buffer.device());
 }
 

@@ -45,6 +45,9 @@ struct BitComparison {
 // not part of the contract.
 BitComparison compare_bits(const void* actual, const void* expected, int64_t elements, size_t element_bytes,
                            bool any_nan_f32 = false);
+// Sorts the elements of each row of `row_elements` by their bytes, so that rows holding the same
+// set of elements (in any order) compare equal bit for bit.
+void sort_rows(void* data, int64_t elements, int64_t row_elements, size_t element_bytes);
 // Elements whose every byte is still kPoisonByte.
 int64_t count_poisoned(const void* data, int64_t elements, size_t element_bytes);
 // Element `index` of a buffer as hex of its little-endian bytes: "0x7fc0".

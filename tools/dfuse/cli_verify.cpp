@@ -31,7 +31,7 @@ std::string index_str(const std::vector<int64_t>& sizes, int64_t flat) {
 VerifyResult verify_case(const Case& c, Device device, eager::Workspace& workspace, uint64_t seed) {
   Runtime& rt = runtime(device);
   const Stream stream{};
-  const size_t element_bytes = dtype_size(c.dtype);
+  const size_t element_bytes = dtype_size(c.output_dtype());
   const size_t out_bytes = size_t(c.out_numel()) * element_bytes;
 
   DeviceInputs inputs = upload_inputs(c, device, seed);
@@ -56,8 +56,12 @@ VerifyResult verify_case(const Case& c, Device device, eager::Workspace& workspa
   auto expected = to_host(eager_out);
   VerifyResult result;
   result.elements = c.out_numel();
+  if (c.out_rows_are_sets) {
+    for (auto* buffer : {fused.get(), expected.get()})
+      sort_rows(buffer, result.elements, c.out_sizes.back(), element_bytes);
+  }
   const BitComparison cmp = compare_bits(fused.get(), expected.get(), result.elements, element_bytes,
-                                         /*any_nan_f32=*/c.dtype == DType::f32 && !device.is_cuda());
+                                         /*any_nan_f32=*/c.output_dtype() == DType::f32 && !device.is_cuda());
   result.mismatches = cmp.mismatches;
   const int64_t fused_unwritten =
       c.in_place_input >= 0 ? 0 : count_poisoned(fused.get(), result.elements, element_bytes);

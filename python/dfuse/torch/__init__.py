@@ -35,9 +35,13 @@ residual_gate_add = torch.ops.dfuse.residual_gate_add
 silu_mul = torch.ops.dfuse.silu_mul  # F.silu(a) * b
 bias_silu = torch.ops.dfuse.bias_silu  # F.silu(x + bias)
 bias_glu = torch.ops.dfuse.bias_glu  # h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)
+usp_merge_heads = torch.ops.dfuse.usp_merge_heads  # x.permute(2, 1, 0, 3, 4).contiguous()
+joint_qkv_cat = torch.ops.dfuse.joint_qkv_cat  # torch.cat([img, txt], dim=1) for each of q, k, v
+pack_qkv_destination_major = torch.ops.dfuse.pack_qkv_destination_major  # Ulysses per-destination q|k|v shards
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
-__all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "gate_report",
+__all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
+           "joint_qkv_cat", "pack_qkv_destination_major", "gate_report",
            "op_counters", "gate_reset", "library_path"]

@@ -1,0 +1,181 @@
+// Data-movement ops on the host backend: every output byte equal to an independent index loop
+// over every case, raw bit patterns (NaN payloads, -0) moved unchanged, and every guard's error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "common/data_movement_cases.h"
+#include "common/tensors.h"
+#include "dfuse/core/error.h"
+#include "dfuse/ops/data_movement.h"
+
+namespace dfuse::test {
+namespace {
+
+class DataMovementHost : public ::testing::TestWithParam<DType> {};
+
+TEST_P(DataMovementHost, UspMergeHeadsMatchesPermute) {
+  uint64_t seed = 600;
+  for (const auto& c : small_usp_merge_heads_cases())
+    EXPECT_EQ(run_usp_merge_heads_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementHost, JointQkvCatMatchesCat) {
+  uint64_t seed = 700;
+  for (const auto& c : small_joint_qkv_cat_cases())
+    EXPECT_EQ(run_joint_qkv_cat_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementHost, PackQkvMatchesDestinationShards) {
+  uint64_t seed = 800;
+  for (const auto& c : small_pack_qkv_cases())
+    EXPECT_EQ(run_pack_qkv_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DataMovementHost, ::testing::Values(DType::bf16, DType::f16, DType::f32),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Signaling and quiet NaNs with payloads, -0, infinities and denormals come out bit for bit, on
+// the vectorized path (aligned) and the element path (one element in).
+TEST(DataMovementHostBits, PayloadsArePreserved) {
+  const uint32_t patterns[] = {0x7F800001u, 0x7FBFFFFFu, 0xFFC00123u, 0x7FC0ABCDu, 0x80000000u,
+                               0xFF800000u, 0x00000001u, 0x807FFFFFu};
+  for (int64_t start : {0, 1}) {
+    std::vector<uint32_t> storage(1 + 2 * 3 * 1 * 2 * 8), out(2 * 3 * 2 * 8, 0);
+    for (size_t i = 0; i < storage.size(); ++i) storage[i] = patterns[i % 8] ^ uint32_t(i << 8 & 0x3F00);
+    TensorView x(storage.data() + start, DType::f32, {2, 3, 1, 2, 8});
+    usp_merge_heads(x, TensorView(out.data(), DType::f32, {1, 3, 2, 2, 8}));
+    for (int64_t w = 0; w < 2; ++w)
+      for (int64_t s = 0; s < 3; ++s)
+        for (int64_t e = 0; e < 16; ++e)
+          ASSERT_EQ(out[size_t((s * 2 + w) * 16 + e)], storage[size_t(start + (w * 3 + s) * 16 + e)])
+              << "start " << start;
+  }
+}
+
+// ---- guards ----------------------------------------------------------------------------------
+
+struct DataMovementGuards : ::testing::Test {
+  std::vector<bf16_t> xs = std::vector<bf16_t>(2 * 4 * 3 * 2 * 8, float_to_bf16(1.0f));
+  std::vector<bf16_t> os = std::vector<bf16_t>(2 * 4 * 3 * 2 * 8);
+  std::vector<bf16_t> ts = std::vector<bf16_t>(3 * 2 * 5 * 2 * 8, float_to_bf16(0.5f));
+  TensorView x{xs.data(), DType::bf16, {2, 4, 3, 2, 8}};      // usp x [W, S, B, h, D]
+  TensorView merged{os.data(), DType::bf16, {3, 4, 2, 2, 8}};  // its out [B, S, W, h, D]
+  // joint_qkv_cat: img [1, 4, 2, 8] x3 in xs, txt [1, 2, 2, 8] x3, out [1, 6, 2, 8] x3 in os.
+  TensorView img(int i) { return {xs.data() + i * 64, DType::bf16, {1, 4, 2, 8}}; }
+  TensorView txt(int i) { return {ts.data() + i * 32, DType::bf16, {1, 2, 2, 8}}; }
+  TensorView cat(int i) { return {os.data() + i * 96, DType::bf16, {1, 6, 2, 8}}; }
+  // pack_qkv: q, k, v [4, 6, 8] in xs, out [2, 4, 3, 24] in ts.
+  TensorView head(int i) { return {xs.data() + i * 192, DType::bf16, {4, 6, 8}}; }
+  TensorView packed{ts.data(), DType::bf16, {2, 4, 3, 24}};
+
+  template <typename CanUse, typename Run>
+  std::string guard_of(const char* op, CanUse can_use, Run run) {
+    std::string why;
+    EXPECT_FALSE(can_use(&why));
+    EXPECT_NE(why.find(std::string(op) + ": "), std::string::npos) << why;
+    try {
+      run();
+    } catch (const Unsupported& e) {
+      EXPECT_EQ(why, e.what());
+      return e.guard();
+    }
+    ADD_FAILURE() << "no Unsupported thrown";
+    return "";
+  }
+  std::string usp_guard(const TensorView& xv, const TensorView& o) {
+    return guard_of(
+        "usp_merge_heads", [&](std::string* why) { return can_use_usp_merge_heads(xv, o, why); },
+        [&] { usp_merge_heads(xv, o); });
+  }
+  std::string cat_guard(const QkvViews& i, const QkvViews& t, const QkvViews& o) {
+    return guard_of(
+        "joint_qkv_cat", [&](std::string* why) { return can_use_joint_qkv_cat(i, t, o, why); },
+        [&] { joint_qkv_cat(i, t, o); });
+  }
+  std::string pack_guard(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& o) {
+    return guard_of(
+        "pack_qkv_destination_major",
+        [&](std::string* why) { return can_use_pack_qkv_destination_major(q, k, v, o, why); },
+        [&] { pack_qkv_destination_major(q, k, v, o); });
+  }
+  QkvViews imgs() { return {img(0), img(1), img(2)}; }
+  QkvViews txts() { return {txt(0), txt(1), txt(2)}; }
+  QkvViews cats() { return {cat(0), cat(1), cat(2)}; }
+};
+
+TEST_F(DataMovementGuards, AcceptsTheBaseCases) {
+  EXPECT_TRUE(can_use_usp_merge_heads(x, merged));
+  EXPECT_TRUE(can_use_joint_qkv_cat(imgs(), txts(), cats()));
+  EXPECT_TRUE(can_use_pack_qkv_destination_major(head(0), head(1), head(2), packed));
+}
+
+TEST_F(DataMovementGuards, RejectsUnsupportedAndMixedDtypes) {
+  std::vector<double> d(x.numel());
+  TensorView xd(d.data(), DType::f64, {2, 4, 3, 2, 8});
+  EXPECT_EQ(usp_guard(xd, xd), "dtype");
+  std::vector<float> f(merged.numel());
+  EXPECT_EQ(usp_guard(x, TensorView(f.data(), DType::f32, {3, 4, 2, 2, 8})), "dtype");
+  const TensorView f32_k(f.data(), DType::f32, {1, 4, 2, 8});
+  EXPECT_EQ(cat_guard({img(0), f32_k, img(2)}, txts(), cats()), "dtype");
+}
+
+TEST_F(DataMovementGuards, RejectsOtherDevice) {
+  TensorView on_gpu(os.data(), DType::bf16, merged.sizes(), merged.strides(), 5, Device::cuda(0));
+  EXPECT_EQ(usp_guard(x, on_gpu), "device");
+}
+
+TEST_F(DataMovementGuards, RejectsWrongRank) {
+  EXPECT_EQ(usp_guard(img(0), merged), "rank");
+  EXPECT_EQ(pack_guard(img(0), img(1), img(2), packed), "rank");
+  EXPECT_EQ(pack_guard(head(0), head(1), head(2), TensorView(ts.data(), DType::bf16, {2, 4, 72})), "rank");
+}
+
+TEST_F(DataMovementGuards, RejectsMissingData) {
+  TensorView null_x(nullptr, DType::bf16, {2, 4, 3, 2, 8});
+  EXPECT_EQ(usp_guard(null_x, merged), "data");
+}
+
+TEST_F(DataMovementGuards, RejectsNegativeStrides) {
+  const int64_t strides[] = {-384, 96, 32, 8, 1};
+  EXPECT_EQ(usp_guard(TensorView(xs.data() + 384, DType::bf16, x.sizes(), strides, 5), merged), "stride");
+}
+
+TEST_F(DataMovementGuards, RejectsStridedLastDim) {
+  const int64_t sizes[] = {1, 4, 2, 4}, strides[] = {64, 16, 8, 2};
+  const TensorView every_other(xs.data(), DType::bf16, sizes, strides, 4);
+  EXPECT_EQ(cat_guard({every_other, img(1), img(2)}, txts(), cats()), "last_dim_stride");
+}
+
+TEST_F(DataMovementGuards, RejectsWrongShapes) {
+  EXPECT_EQ(usp_guard(x, TensorView(os.data(), DType::bf16, {2, 4, 3, 2, 8})), "shape");
+  EXPECT_EQ(cat_guard({img(0), txt(1), img(2)}, txts(), cats()), "shape");
+  TensorView wide_txt(ts.data(), DType::bf16, {1, 2, 1, 16});
+  EXPECT_EQ(cat_guard(imgs(), {wide_txt, wide_txt, wide_txt}, cats()), "shape");
+  EXPECT_EQ(pack_guard(head(0), head(1), head(2), TensorView(ts.data(), DType::bf16, {2, 4, 3, 16})),
+            "shape");
+}
+
+TEST_F(DataMovementGuards, RejectsWorldNotDividingHeads) {
+  const TensorView four_ranks(ts.data(), DType::bf16, {4, 4, 1, 24});
+  const TensorView no_rank(ts.data(), DType::bf16, {0, 4, 3, 24});
+  EXPECT_EQ(pack_guard(head(0), head(1), head(2), four_ranks), "world");
+  EXPECT_EQ(pack_guard(head(0), head(1), head(2), no_rank), "world");
+}
+
+TEST_F(DataMovementGuards, RejectsStridedOutput) {
+  const int64_t sizes[] = {3, 4, 2, 2, 8}, strides[] = {256, 64, 16, 8, 1};  // rows padded to 64
+  std::vector<bf16_t> big(3 * 256);
+  EXPECT_EQ(usp_guard(x, TensorView(big.data(), DType::bf16, sizes, strides, 5)), "out_layout");
+}
+
+TEST_F(DataMovementGuards, RejectsOverlap) {
+  EXPECT_EQ(usp_guard(x, TensorView(xs.data(), DType::bf16, {3, 4, 2, 2, 8})), "overlap");
+  EXPECT_EQ(cat_guard(imgs(), txts(), {cat(0), cat(0), cat(2)}), "overlap");
+  EXPECT_EQ(pack_guard(head(0), head(1), head(2), TensorView(xs.data() + 96, DType::bf16, {2, 4, 3, 24})),
+            "overlap");
+}
+
+}  // namespace
+}  // namespace dfuse::test
