@@ -1,11 +1,16 @@
-// at::Tensor -> dfuse::TensorView for the torch binding's op files (one per op family, each a
-// TORCH_LIBRARY_FRAGMENT of the dfuse library defined in torch_ops.cpp).
+// Shared by the torch binding's op files (one per op family, each a TORCH_LIBRARY_FRAGMENT of the
+// dfuse library defined in torch_ops.cpp): at::Tensor -> dfuse::TensorView, the current stream,
+// and dfuse errors reported as torch errors.
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/util/Exception.h>
 
 #include <optional>
 
+#include "dfuse/core/device.h"
+#include "dfuse/core/error.h"
 #include "dfuse/core/tensor_view.h"
 
 namespace dfuse::torch_binding {
@@ -45,6 +50,21 @@ inline std::optional<TensorView> view_of(const at::Tensor& t, void* data) {
 
 inline std::optional<TensorView> input_view(const at::Tensor& t) {
   return view_of(t, const_cast<void*>(t.const_data_ptr()));
+}
+
+// The current CUDA stream of t's device; the null stream for CPU tensors (host kernels ignore it).
+inline dfuse::Stream stream_of(const at::Tensor& t) {
+  return {t.is_cuda() ? at::cuda::getCurrentCUDAStream(t.get_device()).stream() : nullptr};
+}
+
+// Runs a dfuse kernel, reporting its errors as torch errors.
+template <typename Run>
+void run_kernel(const char* op, Run run) {
+  try {
+    run();
+  } catch (const dfuse::Error& e) {
+    TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
+  }
 }
 
 }  // namespace dfuse::torch_binding

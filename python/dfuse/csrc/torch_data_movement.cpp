@@ -24,11 +24,9 @@ namespace {
 
 using dfuse::TensorView;
 using dfuse::torch_binding::input_view;
+using dfuse::torch_binding::run_kernel;
+using dfuse::torch_binding::stream_of;
 using dfuse::torch_binding::view_of;
-
-dfuse::Stream stream_of(const at::Tensor& t) {
-  return {t.is_cuda() ? at::cuda::getCurrentCUDAStream(t.get_device()).stream() : nullptr};
-}
 
 // Input views, or nullopt when any tensor has no TensorView.
 std::optional<std::vector<TensorView>> input_views(std::initializer_list<const at::Tensor*> tensors) {
@@ -39,16 +37,6 @@ std::optional<std::vector<TensorView>> input_views(std::initializer_list<const a
     views.push_back(*v);
   }
   return views;
-}
-
-// Runs a dfuse kernel, reporting its errors as torch errors.
-template <typename Run>
-void run_kernel(const char* op, Run run) {
-  try {
-    run();
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
-  }
 }
 
 // ---- usp_merge_heads -------------------------------------------------------------------------
