@@ -14,7 +14,8 @@ import torch  # noqa: E402
 import dfuse.torch as dt  # noqa: E402
 
 # (experts, n_group, topk_group, top_k): LingBot's production config first.
-CONFIGS = [(128, 4, 2, 8), (64, 8, 3, 8), (128, 8, 3, 8), (256, 8, 3, 8), (64, 8, 3, 4), (32, 4, 2, 4)]
+CONFIGS = [(128, 4, 2, 8), (64, 8, 3, 8), (128, 8, 3, 8), (256, 8, 3, 8), (64, 8, 3, 4), (32, 4, 2, 4),
+           (1024, 8, 3, 8), (64, 4, 2, 32)]  # the largest row; top_k == topk_group * experts per group
 TOKENS = [1, 17, 128, 4097]
 
 
@@ -50,6 +51,18 @@ def test_ties(config, kind):
         scores = torch.full((128, experts), 0.5, device="cuda")
     else:
         scores = torch.randint(-1, 3, (128, experts), device="cuda").float()
+    assert_same_sets(dt.group_limited_topk(scores, n_group, topk_group, top_k),
+                     chain(scores, n_group, topk_group, top_k))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_nan_inf_signed_zero(config):
+    """The contract ranks like torch's CUDA topk key: NaN above +inf, +0 above -0."""
+    experts, n_group, topk_group, top_k = config
+    scores = torch.randn(256, experts, device="cuda")
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0, 0.0], device="cuda")
+    where = torch.rand(scores.shape, device="cuda") < 0.05
+    scores[where] = specials[torch.randint(0, 5, (int(where.sum()),), device="cuda")]
     assert_same_sets(dt.group_limited_topk(scores, n_group, topk_group, top_k),
                      chain(scores, n_group, topk_group, top_k))
 

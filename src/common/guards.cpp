@@ -1,6 +1,7 @@
 #include "common/guards.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace dfuse::detail {
 
@@ -100,6 +101,23 @@ void GuardList::non_negative_strides(const char* name, const TensorView& t) {
       fail("stride", std::string(name) + " has a negative stride " + strides_str(t));
       return;
     }
+}
+
+void GuardList::non_overlapping(const char* name, const TensorView& t) {
+  // Walk the dims from the smallest stride up: each stride must step past everything the
+  // smaller-strided dims already cover.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with size > 1
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims.emplace_back(t.stride(d), t.size(d));
+  std::sort(dims.begin(), dims.end());
+  int64_t covered = 0;  // largest offset reachable with the dims seen so far
+  for (const auto& [stride, size] : dims) {
+    if (stride <= covered) {
+      fail("overlap", std::string(name) + " has elements that share an address (strides " + strides_str(t) + ")");
+      return;
+    }
+    covered += stride * (size - 1);
+  }
 }
 
 void GuardList::no_partial_overlap(const char* out_name, const TensorView& out, const char* name, const TensorView& t,

@@ -33,6 +33,9 @@ class GuardList {
   // Right-aligned broadcast of t to ref's shape, with a contiguous or size-1 last dim.
   void broadcastable_rows(const char* name, const TensorView& t, const TensorView& ref, const char* ref_name);
   void non_negative_strides(const char* name, const TensorView& t);
+  // No two elements of t at one address (an as_strided view whose rows overlap, a broadcast):
+  // writing such an output would race.
+  void non_overlapping(const char* name, const TensorView& t);
   // `out` must not overlap `t` unless it is exactly `t` (same data, shape and strides) and
   // `in_place_ok`.
   void no_partial_overlap(const char* out_name, const TensorView& out, const char* name, const TensorView& t,

@@ -41,6 +41,7 @@ constexpr int kRowwiseMaxInputs = 4;
 // with fewer inputs leaves the trailing slots null; its functor takes that many arguments.
 struct RowwiseParams {
   DType dtype = DType::f32;
+  int device = 0;  // CUDA device index of the operands (kernels launch there)
   RowGeometry geom;
   RowOperand in[kRowwiseMaxInputs];
   RowOperand out;

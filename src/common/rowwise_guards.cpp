@@ -17,10 +17,11 @@ void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   if (g.ok() && x.numel() > 0) {
     const RowGeometry geom = row_geometry(x);
     // The CUDA kernel numbers (row, 64-column chunk) work items with 32 bits.
-    const bool too_many_items = geom.rows() * ((geom.cols + 63) / 64) >= (int64_t(1) << 32);
+    // Below 2^31 so that the item counter plus the grid's warp count cannot wrap either.
+    const bool too_many_items = geom.rows() * ((geom.cols + 63) / 64) >= (int64_t(1) << 31);
     if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent || too_many_items)
       g.fail("extent", std::string(name) + " " + shape_str(x) +
-                           " is too large (rows or columns >= 2^31, or about 2^38 elements)");
+                           " is too large (rows or columns >= 2^31, or about 2^37 elements)");
   }
 }
 
@@ -41,10 +42,7 @@ void check_rowwise_output(GuardList& g, const TensorView& out, const TensorView&
   g.not_null("out", out);
   g.last_dim_contiguous("out", out);
   g.non_negative_strides("out", out);
-  for (int d = 0; g.ok() && d < out.dim(); ++d)
-    if (out.size(d) > 1 && out.stride(d) == 0)
-      g.fail("out_stride", "out has a zero stride in dim " + std::to_string(d) +
-                               " (several elements would be written to one address)");
+  g.non_overlapping("out", out);
   for (const NamedInput& in : inputs) g.no_partial_overlap("out", out, in.name, *in.view, in.in_place_ok);
 }
 
@@ -52,6 +50,7 @@ RowwiseParams rowwise_params(const TensorView& x, std::initializer_list<const Te
                              const TensorView& out) {
   RowwiseParams p;
   p.dtype = x.dtype();
+  p.device = x.device().index;
   p.geom = row_geometry(x);
   if (inputs.size() > size_t(kRowwiseMaxInputs)) throw InvalidArgument("rowwise_params: more than 4 inputs");
   int k = 0;

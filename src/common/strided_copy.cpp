@@ -65,6 +65,7 @@ int64_t StridedCopyParams::total_units() const {
 
 StridedCopyParams strided_copy_params(std::initializer_list<CopyViews> copies) {
   StridedCopyParams p;
+  if (copies.size() > 0) p.device = copies.begin()->src.device().index;
   for (const CopyViews& v : copies) {
     if (v.src.numel() == 0) continue;
     CopyPair c = collapsed(v.src, v.dst);

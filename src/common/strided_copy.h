@@ -35,6 +35,7 @@ struct CopyPair {
 
 struct StridedCopyParams {
   int count = 0;
+  int device = 0;  // CUDA device index of the views (the kernel launches there)
   CopyPair pairs[kCopyMaxPairs];
   int64_t total_units() const;
 };

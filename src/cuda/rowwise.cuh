@@ -18,6 +18,7 @@
 #include "common/dispatch.h"
 #include "common/rows.h"
 #include "cuda/check.h"
+#include "cuda/device_guard.h"
 #include "dfuse/core/device.h"
 #include "dfuse/core/error.h"
 
@@ -130,28 +131,26 @@ __global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
   }
 }
 
-// Resident blocks of one kernel on the current device, times its SM count; computed once per
-// kernel (the process is assumed to use one GPU model).
+// Resident blocks of one kernel on `device`: blocks per SM (the same for every device of the
+// one GPU model the backend is built for, so computed once per kernel) times the SM count.
 template <typename Kernel>
-uint32_t resident_blocks(Kernel kernel) {
-  static const uint32_t blocks = [&] {
-    int device = 0, sms = 0, per_sm = 0;
-    DFUSE_CUDA_CHECK(cudaGetDevice(&device));
-    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRowwiseWarps * 32, 0));
-    return uint32_t(sms) * uint32_t(per_sm > 0 ? per_sm : 1);
+uint32_t resident_blocks(Kernel kernel, int device) {
+  static const int per_sm = [&] {
+    int blocks = 0;
+    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kRowwiseWarps * 32, 0));
+    return blocks > 0 ? blocks : 1;
   }();
-  return blocks;
+  return uint32_t(multiprocessor_count(device)) * uint32_t(per_sm);
 }
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   constexpr int64_t kChunk = 32 * VEC * kRowwiseUnroll;
   const int64_t chunks_per_row = (p.geom.cols + kChunk - 1) / kChunk;
-  const int64_t items = p.geom.rows() * chunks_per_row;  // < 2^32: rowwise guards bound numel
+  const int64_t items = p.geom.rows() * chunks_per_row;  // < 2^31: the rowwise guards bound it
   auto kernel = rowwise_kernel<T, VEC, Fn>;
   const int64_t wanted = (items + kRowwiseWarps - 1) / kRowwiseWarps;
-  const uint32_t grid = uint32_t(std::min<int64_t>(wanted, resident_blocks(kernel)));
+  const uint32_t grid = uint32_t(std::min<int64_t>(wanted, resident_blocks(kernel, p.device)));
   kernel<<<grid, kRowwiseWarps * 32, 0, stream>>>(p, fn, uint32_t(chunks_per_row), uint32_t(items));
   DFUSE_CUDA_CHECK_LAUNCH();
 }
@@ -160,6 +159,7 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
 template <typename T, typename Fn>
 void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {
   if (p.geom.rows() == 0 || p.geom.cols == 0) return;
+  const DeviceGuard device(p.device);
   auto s = static_cast<cudaStream_t>(stream.handle);
   if (rowwise_vectorizable(p, 16))
     launch_rowwise_vec<T, 16 / sizeof(T)>(p, fn, s);

@@ -2,11 +2,13 @@
 // backend library is loaded.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
 #include "common/entries.h"
 #include "cuda/check.h"
+#include "cuda/device_guard.h"
 #include "dfuse/core/error.h"
 #include "dfuse/core/runtime.h"
 
@@ -14,23 +16,6 @@ namespace dfuse::detail {
 namespace {
 
 cudaStream_t as_cuda(Stream s) { return static_cast<cudaStream_t>(s.handle); }
-
-// Makes `index` current for the duration of a call and restores the caller's device.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int index) {
-    DFUSE_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != index) DFUSE_CUDA_CHECK(cudaSetDevice(index));
-    index_ = index;
-  }
-  ~DeviceGuard() {
-    if (previous_ != index_) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = 0;
-  int index_ = 0;
-};
 
 class CudaTimer final : public Timer {
  public:
@@ -105,7 +90,14 @@ class CudaRuntime final : public Runtime {
   }
   bool is_capturing(Stream s) const override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    DFUSE_CUDA_CHECK(cudaStreamIsCapturing(as_cuda(s), &status));
+    const cudaError_t err = cudaStreamIsCapturing(as_cuda(s), &status);
+    // Asking about the legacy stream while another stream captures in global mode is itself an
+    // error: that stream is part of the capture as far as the caller is concerned.
+    if (err == cudaErrorStreamCaptureImplicit) {
+      cudaGetLastError();
+      return true;
+    }
+    DFUSE_CUDA_CHECK(err);
     return status != cudaStreamCaptureStatusNone;
   }
   std::unique_ptr<Timer> make_timer() override {
@@ -125,4 +117,17 @@ struct RegisterRuntime {
 } register_runtime;
 
 }  // namespace
+
+int multiprocessor_count(int device) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> counts[kMaxDevices] = {};
+  if (device < 0 || device >= kMaxDevices) throw BackendUnavailable("CUDA device index out of range");
+  int count = counts[device].load(std::memory_order_relaxed);
+  if (count == 0) {
+    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    counts[device].store(count, std::memory_order_relaxed);
+  }
+  return count;
+}
+
 }  // namespace dfuse::detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cuda/check.h"
+#include "cuda/device_guard.h"
 #include "cuda/strided_copy.cuh"
 
 namespace dfuse::detail {
@@ -50,9 +51,8 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
 void launch_strided_copy(const StridedCopyParams& p, Stream stream) {
   const int64_t total = p.total_units();
   if (total == 0) return;
-  int device = 0, sms = 0;
-  DFUSE_CUDA_CHECK(cudaGetDevice(&device));
-  DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const DeviceGuard device(p.device);
+  const int sms = multiprocessor_count(p.device);
   constexpr int kThreads = 256, kBlocksPerSm = 8;
   const int blocks = int(std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t(sms) * kBlocksPerSm));
   auto s = static_cast<cudaStream_t>(stream.handle);

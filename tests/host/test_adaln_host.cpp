@@ -127,7 +127,13 @@ TEST_F(GuardFixture, RejectsPartialOverlapWithX) {
 
 TEST_F(GuardFixture, RejectsZeroStrideOutput) {
   int64_t sizes[] = {2, 8, 16}, strides[] = {16, 0, 1};
-  EXPECT_EQ(modulate_guard(x, s, s, out.restrided(sizes, strides, 3)), "out_stride");
+  EXPECT_EQ(modulate_guard(x, s, s, out.restrided(sizes, strides, 3)), "overlap");
+}
+
+TEST_F(GuardFixture, RejectsOutputWhoseRowsOverlap) {
+  // an as_strided output whose rows of 16 start 8 elements apart
+  int64_t sizes[] = {2, 8, 16}, strides[] = {64, 8, 1};
+  EXPECT_EQ(modulate_guard(x, s, s, out.restrided(sizes, strides, 3)), "overlap");
 }
 
 TEST_F(GuardFixture, RejectsNegativeStride) {

@@ -41,7 +41,12 @@ std::optional<std::vector<TensorView>> input_views(std::initializer_list<const a
 
 // ---- usp_merge_heads -------------------------------------------------------------------------
 
-at::Tensor usp_merge_heads_chain(const at::Tensor& x) { return x.permute({2, 1, 0, 3, 4}).contiguous(); }
+// A custom op must return fresh memory: contiguous() would hand back x itself when the permuted
+// view happens to be contiguous already.
+at::Tensor usp_merge_heads_chain(const at::Tensor& x) {
+  const at::Tensor permuted = x.permute({2, 1, 0, 3, 4});
+  return permuted.is_contiguous() ? permuted.clone() : permuted.contiguous();
+}
 
 at::Tensor usp_merge_heads(const at::Tensor& x) {
   const auto in = input_views({&x});

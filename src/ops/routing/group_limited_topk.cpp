@@ -2,6 +2,7 @@
 #include "ops/routing/group_limited_topk.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ detail::GuardList check(const TensorView& scores, int64_t n_group, int64_t topk_
   g.rank_between("scores", scores, 2, 2);
   if (!g.ok()) return g;
   if (scores.numel() == 0) g.fail("empty", "scores must be non-empty, got " + detail::shape_str(scores));
+  // The CUDA grid has one block per four tokens.
+  if (scores.size(0) > std::numeric_limits<int32_t>::max())
+    g.fail("tokens", "scores must have fewer than 2^31 tokens, got " + std::to_string(scores.size(0)));
   g.not_null("scores", scores);
   g.last_dim_contiguous("scores", scores);
   g.non_negative_strides("scores", scores);
@@ -115,6 +119,7 @@ void group_limited_topk(const TensorView& scores, int64_t n_group, int64_t topk_
       .n_group = int(n_group),
       .topk_group = int(topk_group),
       .top_k = int(top_k),
+      .device = scores.device().index,
   };
   entry.get<detail::GroupLimitedTopkEntry>(scores.device())(params, stream);
 }

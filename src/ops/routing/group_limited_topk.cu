@@ -4,6 +4,7 @@
 // ops/routing/group_limited_topk.h.
 #include "common/entries.h"
 #include "cuda/check.h"
+#include "cuda/device_guard.h"
 #include "dfuse/ops/routing.h"
 #include "ops/routing/group_limited_topk.h"
 
@@ -81,6 +82,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) group_limited_topk_kernel
 }
 
 void cuda_kernel(const GroupLimitedTopkParams& p, Stream stream) {
+  const DeviceGuard device(p.device);
   const auto blocks = unsigned((p.tokens + kWarpsPerBlock - 1) / kWarpsPerBlock);
   group_limited_topk_kernel<<<blocks, kWarpsPerBlock * 32, 0, static_cast<cudaStream_t>(stream.handle)>>>(p);
   DFUSE_CUDA_CHECK_LAUNCH();

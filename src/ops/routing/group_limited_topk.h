@@ -19,6 +19,7 @@ struct GroupLimitedTopkParams {
   int64_t* ids;        // [tokens, top_k], contiguous
   int64_t tokens;
   int experts, n_group, topk_group, top_k;
+  int device;  // CUDA device index of scores and ids (the kernel launches there)
 };
 
 using GroupLimitedTopkEntry = void (*)(const GroupLimitedTopkParams& p, Stream stream);
