@@ -62,6 +62,7 @@ void route_row(const float* row, int experts, int n_group, int topk_group, int t
 void group_limited_topk_chain(const TensorView& scores, int64_t n_group, int64_t topk_group, int64_t top_k,
                               const TensorView& ids, Stream stream) {
   const int64_t tokens = scores.size(0), experts = scores.size(1), row_stride = scores.stride(0);
+  if (tokens == 0) return;
   const size_t score_elements = size_t((tokens - 1) * row_stride + experts);
   std::vector<float> host_scores;
   std::vector<int64_t> host_ids;

@@ -1,6 +1,7 @@
 // dfuse eager reference of the routing family: the LingBot Video router chain written as torch
 // runs it on CUDA, one torch.topk(sorted=False) replica per step. It runs on the host; for CUDA
-// tensors it synchronizes `stream`, copies the scores to the host and the ids back.
+// tensors it synchronizes `stream`, copies the scores to the host and the ids back, and returns
+// once the ids are written.
 #pragma once
 
 #include <cstdint>
