@@ -129,6 +129,26 @@ void register_data_movement(Registry& r) {
                            .family = "data_movement",
                            .description = "q, k, v [rows, G, hs] -> [W, rows, G/W, 3hs], head slots [q|k|v]",
                        });
+  const auto varlen = [&](const char* name, const char* replaces, const char* description) {
+    add_host_and_cuda(r, KernelSpec{
+                             .op = std::string("diffusion.") + name,
+                             .symbol = name,
+                             .capabilities = {.dtypes = kFloat16And32, .layouts = layout_contiguous},
+                             .contract = Contract::bit_exact,
+                             .tier = Quality::lossless,
+                             .replaces = replaces,
+                             .models = {"masked attention paths (varlen)"},
+                             .family = "data_movement",
+                             .description = description,
+                         });
+  };
+  varlen("varlen_pack_qkv", "x.reshape(B * S, H, D).index_select(0, indices) for each of q, k, v",
+         "valid-token pack of q, k, v [B, S, H, D] -> [n, H, D] in one launch; int32/int64 indices");
+  varlen("varlen_pack_segmented_qkv",
+         "torch.cat([prefix, main], dim=1).reshape(B * S, H, D).index_select(0, indices) for q, k, v",
+         "valid-token pack of the virtual prefix|main token concat, no cat; int32/int64 indices");
+  varlen("varlen_scatter_to_padded", "torch.zeros(B * S, H, D).index_copy_(0, indices, x)",
+         "packed [n, H, D] -> padded [B, S, H, D] by inverse indices (-1 = padding, +0.0 rows)");
 }
 
 void register_routing(Registry& r) {

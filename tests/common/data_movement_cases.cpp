@@ -1,5 +1,6 @@
 #include "common/data_movement_cases.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/fused_vs_eager.h"
@@ -92,6 +93,80 @@ std::string compare_bytes(const TensorView& out, const std::vector<uint8_t>& exp
 void copy_element(std::vector<uint8_t>& dst, int64_t dst_index, const std::vector<uint8_t>& src,
                   int64_t src_index, size_t es) {
   std::memcpy(dst.data() + size_t(dst_index) * es, src.data() + size_t(src_index) * es, es);
+}
+
+
+// Random bytes with every 7th element -0 and every 11th a NaN with a payload: raw bit patterns.
+TestTensor random_bits(Device d, DType t, const std::vector<int64_t>& sizes, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t size : sizes) n *= size;
+  const size_t es = dtype_size(t);
+  std::vector<uint8_t> host(size_t(n) * es);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& byte : host) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    byte = uint8_t(state >> 56);
+  }
+  const uint32_t negative_zero = es == 4 ? 0x80000000u : 0x8000u;
+  const uint32_t nan_payload = es == 4 ? 0x7FA00123u : t == DType::bf16 ? 0x7FA3u : 0x7E05u;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 7 == 3) std::memcpy(host.data() + size_t(i) * es, &negative_zero, es);
+    if (i % 11 == 5) std::memcpy(host.data() + size_t(i) * es, &nan_payload, es);
+  }
+  TestTensor out{DeviceBuffer(d, std::max<size_t>(host.size(), 1)), {}};
+  runtime(d).copy_to_device(out.storage.data(), host.data(), host.size());
+  out.view = TensorView::contiguous(out.storage.data(), t, sizes.data(), int(sizes.size()), d);
+  return out;
+}
+
+// `values` as a [values.size()] index tensor on d, int64 when `wide`, else int32.
+TestTensor index_tensor(Device d, const std::vector<int64_t>& values, bool wide) {
+  const int64_t n = int64_t(values.size());
+  std::vector<uint8_t> host(values.size() * (wide ? 8 : 4));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (wide) std::memcpy(host.data() + i * 8, &values[i], 8);
+    else {
+      const int32_t narrow = int32_t(values[i]);
+      std::memcpy(host.data() + i * 4, &narrow, 4);
+    }
+  }
+  TestTensor out{DeviceBuffer(d, std::max<size_t>(host.size(), 1)), {}};
+  runtime(d).copy_to_device(out.storage.data(), host.data(), host.size());
+  out.view = TensorView::contiguous(out.storage.data(), wide ? DType::i64 : DType::i32, &n, 1, d);
+  return out;
+}
+
+// `count` distinct values of [0, limit) in shuffled order (a partial Fisher-Yates shuffle).
+std::vector<int64_t> shuffled_indices(int64_t limit, int64_t count, uint64_t seed) {
+  std::vector<int64_t> all(static_cast<size_t>(limit));
+  for (int64_t i = 0; i < limit; ++i) all[size_t(i)] = i;
+  uint64_t state = seed * 0xD1B54A32D192ED03ull + 5;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(all[size_t(i)], all[size_t(i + int64_t((state >> 33) % uint64_t(limit - i)))]);
+  }
+  all.resize(size_t(count));
+  return all;
+}
+
+// Rows `rows` (of row_bytes each) of `source`, concatenated: the index loop of a gather.
+std::vector<uint8_t> gather_rows(const std::vector<uint8_t>& source, const std::vector<int64_t>& rows,
+                                 size_t row_bytes) {
+  std::vector<uint8_t> out(rows.size() * row_bytes);
+  for (size_t r = 0; r < rows.size(); ++r)
+    std::memcpy(out.data() + r * row_bytes, source.data() + size_t(rows[r]) * row_bytes, row_bytes);
+  return out;
+}
+
+// Tokens of prefix [B, Sp, ..] then main [B, Sm, ..] per batch: torch.cat([prefix, main], dim=1).
+std::vector<uint8_t> cat_tokens(const std::vector<uint8_t>& prefix, const std::vector<uint8_t>& main,
+                                int64_t batch, size_t prefix_bytes, size_t main_bytes) {
+  std::vector<uint8_t> out;
+  for (int64_t b = 0; b < batch; ++b) {
+    out.insert(out.end(), prefix.begin() + b * prefix_bytes, prefix.begin() + (b + 1) * prefix_bytes);
+    out.insert(out.end(), main.begin() + b * main_bytes, main.begin() + (b + 1) * main_bytes);
+  }
+  return out;
 }
 
 }  // namespace
@@ -230,6 +305,105 @@ std::string run_pack_qkv_case(Device d, DType t, const DataMovementCase& c, uint
     copy_element(expected, flat(out_sizes, i), sources[slot], flat(s, {i[1], i[0] * local + i[2], e}),
                  dtype_size(t));
   });
+  return compare_bytes(out.view, expected);
+}
+
+std::vector<VarlenCase> small_varlen_cases() {
+  return {
+      {.name = "vectors", .batch = 2, .tokens = 64, .prefix = 16, .heads = 4, .head_dim = 64, .valid = 80},
+      {.name = "wide", .batch = 2, .tokens = 33, .prefix = 7, .heads = 3, .head_dim = 32, .valid = 50, .wide = true},
+      {.name = "odd", .batch = 3, .tokens = 19, .prefix = 5, .heads = 3, .head_dim = 5, .valid = 41},
+      {.name = "all_valid", .batch = 1, .tokens = 24, .prefix = 8, .heads = 2, .head_dim = 8, .valid = 32},
+      {.name = "no_prefix", .batch = 2, .tokens = 17, .prefix = 0, .heads = 1, .head_dim = 12, .valid = 9},
+      {.name = "empty", .batch = 2, .tokens = 9, .prefix = 3, .heads = 2, .head_dim = 16, .valid = 0},
+  };
+}
+
+std::vector<VarlenCase> model_varlen_cases() {
+  return {
+      {.name = "model", .batch = 2, .tokens = 4096, .prefix = 512, .heads = 24, .head_dim = 128, .valid = 6500},
+      {.name = "model_wide", .batch = 2, .tokens = 4096, .prefix = 512, .heads = 24, .head_dim = 128,
+       .valid = 6500, .wide = true},
+  };
+}
+
+std::string run_varlen_pack_qkv_case(Device d, DType t, const VarlenCase& c, uint64_t seed) {
+  const std::vector<int64_t> sizes = {c.batch, c.tokens + c.prefix, c.heads, c.head_dim};
+  const std::vector<int64_t> out_sizes = {c.valid, c.heads, c.head_dim};
+  const TestTensor x[] = {random_bits(d, t, sizes, seed), random_bits(d, t, sizes, seed + 1),
+                          random_bits(d, t, sizes, seed + 2)};
+  const auto rows = shuffled_indices(c.batch * sizes[1], c.valid, seed);
+  const TestTensor indices = index_tensor(d, rows, c.wide);
+  const TestTensor outs[] = {poisoned_tensor(d, t, out_sizes, kOutputPoison),
+                             poisoned_tensor(d, t, out_sizes, kOutputPoison),
+                             poisoned_tensor(d, t, out_sizes, kOutputPoison)};
+  const QkvViews in_views{x[0].view, x[1].view, x[2].view};
+  const QkvViews out_views{outs[0].view, outs[1].view, outs[2].view};
+  std::string why;
+  if (!can_use_varlen_pack_qkv(in_views, indices.view, out_views, &why)) return "rejected: " + why;
+  varlen_pack_qkv(in_views, indices.view, out_views);
+  runtime(d).synchronize({});
+
+  const size_t row_bytes = size_t(c.heads * c.head_dim) * dtype_size(t);
+  for (int slot = 0; slot < 3; ++slot) {
+    const std::string result = compare_bytes(outs[slot].view, gather_rows(gather_bytes(x[slot].view), rows, row_bytes));
+    if (!result.empty()) return std::string("out.") + "qkv"[slot] + ": " + result;
+  }
+  return "";
+}
+
+std::string run_varlen_pack_segmented_qkv_case(Device d, DType t, const VarlenCase& c, uint64_t seed) {
+  const std::vector<int64_t> prefix_sizes = {c.batch, c.prefix, c.heads, c.head_dim};
+  const std::vector<int64_t> main_sizes = {c.batch, c.tokens, c.heads, c.head_dim};
+  const std::vector<int64_t> out_sizes = {c.valid, c.heads, c.head_dim};
+  const TestTensor prefix[] = {random_bits(d, t, prefix_sizes, seed), random_bits(d, t, prefix_sizes, seed + 1),
+                               random_bits(d, t, prefix_sizes, seed + 2)};
+  const TestTensor main[] = {random_bits(d, t, main_sizes, seed + 3), random_bits(d, t, main_sizes, seed + 4),
+                             random_bits(d, t, main_sizes, seed + 5)};
+  const auto rows = shuffled_indices(c.batch * (c.prefix + c.tokens), c.valid, seed);
+  const TestTensor indices = index_tensor(d, rows, c.wide);
+  const TestTensor outs[] = {poisoned_tensor(d, t, out_sizes, kOutputPoison),
+                             poisoned_tensor(d, t, out_sizes, kOutputPoison),
+                             poisoned_tensor(d, t, out_sizes, kOutputPoison)};
+  const QkvViews prefix_views{prefix[0].view, prefix[1].view, prefix[2].view};
+  const QkvViews main_views{main[0].view, main[1].view, main[2].view};
+  const QkvViews out_views{outs[0].view, outs[1].view, outs[2].view};
+  std::string why;
+  if (!can_use_varlen_pack_segmented_qkv(prefix_views, main_views, indices.view, out_views, &why))
+    return "rejected: " + why;
+  varlen_pack_segmented_qkv(prefix_views, main_views, indices.view, out_views);
+  runtime(d).synchronize({});
+
+  const size_t row_bytes = size_t(c.heads * c.head_dim) * dtype_size(t);
+  for (int slot = 0; slot < 3; ++slot) {
+    const auto joined = cat_tokens(gather_bytes(prefix[slot].view), gather_bytes(main[slot].view), c.batch,
+                                   size_t(c.prefix) * row_bytes, size_t(c.tokens) * row_bytes);
+    const std::string result = compare_bytes(outs[slot].view, gather_rows(joined, rows, row_bytes));
+    if (!result.empty()) return std::string("out.") + "qkv"[slot] + ": " + result;
+  }
+  return "";
+}
+
+std::string run_varlen_scatter_to_padded_case(Device d, DType t, const VarlenCase& c, uint64_t seed) {
+  const int64_t padded = c.batch * c.tokens;
+  const int64_t valid = std::min(c.valid, padded);
+  const TestTensor x = random_bits(d, t, {valid, c.heads, c.head_dim}, seed);
+  const auto rows = shuffled_indices(padded, valid, seed);
+  std::vector<int64_t> inverse(size_t(padded), -1);
+  for (size_t j = 0; j < rows.size(); ++j) inverse[size_t(rows[j])] = int64_t(j);
+  const TestTensor inv_indices = index_tensor(d, inverse, c.wide);
+  const auto out = poisoned_tensor(d, t, {c.batch, c.tokens, c.heads, c.head_dim}, kOutputPoison);
+  std::string why;
+  if (!can_use_varlen_scatter_to_padded(x.view, inv_indices.view, out.view, &why)) return "rejected: " + why;
+  varlen_scatter_to_padded(x.view, inv_indices.view, out.view);
+  runtime(d).synchronize({});
+
+  // zeros(B * S, H, D).index_copy_(0, rows, x): +0.0 is all-zero bytes in every dtype.
+  const size_t row_bytes = size_t(c.heads * c.head_dim) * dtype_size(t);
+  const auto source = gather_bytes(x.view);
+  std::vector<uint8_t> expected(size_t(padded) * row_bytes, 0);
+  for (size_t j = 0; j < rows.size(); ++j)
+    std::memcpy(expected.data() + size_t(rows[j]) * row_bytes, source.data() + j * row_bytes, row_bytes);
   return compare_bytes(out.view, expected);
 }
 

@@ -42,4 +42,22 @@ std::string run_usp_merge_heads_case(Device d, DType t, const DataMovementCase& 
 std::string run_joint_qkv_cat_case(Device d, DType t, const DataMovementCase& c, uint64_t seed);
 std::string run_pack_qkv_case(Device d, DType t, const DataMovementCase& c, uint64_t seed);
 
+// A varlen case: q, k, v (or x) of `batch` sequences of `tokens` tokens (segmented: `prefix`
+// prefix tokens then `tokens` main tokens) of heads x head_dim, `valid` of them picked by a
+// shuffled index list (int64 when `wide`). Inputs are random bit patterns (NaN payloads, -0).
+struct VarlenCase {
+  std::string name;
+  int64_t batch = 1, tokens = 1, prefix = 0, heads = 1, head_dim = 1;
+  int64_t valid = 0;
+  bool wide = false;
+};
+
+std::vector<VarlenCase> small_varlen_cases();
+// Model shapes: 2 x 4096 tokens x 24 heads x 128 (segmented: 512 prefix tokens), about 3/4 valid.
+std::vector<VarlenCase> model_varlen_cases();
+
+std::string run_varlen_pack_qkv_case(Device d, DType t, const VarlenCase& c, uint64_t seed);
+std::string run_varlen_pack_segmented_qkv_case(Device d, DType t, const VarlenCase& c, uint64_t seed);
+std::string run_varlen_scatter_to_padded_case(Device d, DType t, const VarlenCase& c, uint64_t seed);
+
 }  // namespace dfuse::test

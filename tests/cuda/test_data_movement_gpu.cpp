@@ -12,8 +12,8 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-std::vector<DataMovementCase> with_models(std::vector<DataMovementCase> cases,
-                                          const std::vector<DataMovementCase>& models) {
+template <typename Case>
+std::vector<Case> with_models(std::vector<Case> cases, const std::vector<Case>& models) {
   if (!small_shapes_only()) cases.insert(cases.end(), models.begin(), models.end());
   return cases;
 }
@@ -36,6 +36,24 @@ TEST_P(DataMovementGpu, PackQkvMatchesDestinationShards) {
   uint64_t seed = 8000;
   for (const auto& c : with_models(small_pack_qkv_cases(), model_pack_qkv_cases()))
     EXPECT_EQ(run_pack_qkv_case(kGpu, GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementGpu, VarlenPackQkvMatchesIndexSelect) {
+  uint64_t seed = 9000;
+  for (const auto& c : with_models(small_varlen_cases(), model_varlen_cases()))
+    EXPECT_EQ(run_varlen_pack_qkv_case(kGpu, GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementGpu, VarlenPackSegmentedQkvMatchesCatThenIndexSelect) {
+  uint64_t seed = 10000;
+  for (const auto& c : with_models(small_varlen_cases(), model_varlen_cases()))
+    EXPECT_EQ(run_varlen_pack_segmented_qkv_case(kGpu, GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementGpu, VarlenScatterToPaddedMatchesIndexCopy) {
+  uint64_t seed = 11000;
+  for (const auto& c : with_models(small_varlen_cases(), model_varlen_cases()))
+    EXPECT_EQ(run_varlen_scatter_to_padded_case(kGpu, GetParam(), c, seed++), "") << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DataMovementGpu, ::testing::Values(DType::bf16, DType::f16, DType::f32),

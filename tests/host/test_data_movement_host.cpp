@@ -2,6 +2,7 @@
 // over every case, raw bit patterns (NaN payloads, -0) moved unchanged, and every guard's error.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -31,6 +32,24 @@ TEST_P(DataMovementHost, PackQkvMatchesDestinationShards) {
   uint64_t seed = 800;
   for (const auto& c : small_pack_qkv_cases())
     EXPECT_EQ(run_pack_qkv_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementHost, VarlenPackQkvMatchesIndexSelect) {
+  uint64_t seed = 900;
+  for (const auto& c : small_varlen_cases())
+    EXPECT_EQ(run_varlen_pack_qkv_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementHost, VarlenPackSegmentedQkvMatchesCatThenIndexSelect) {
+  uint64_t seed = 1000;
+  for (const auto& c : small_varlen_cases())
+    EXPECT_EQ(run_varlen_pack_segmented_qkv_case(Device::host(), GetParam(), c, seed++), "") << c.name;
+}
+
+TEST_P(DataMovementHost, VarlenScatterToPaddedMatchesIndexCopy) {
+  uint64_t seed = 1100;
+  for (const auto& c : small_varlen_cases())
+    EXPECT_EQ(run_varlen_scatter_to_padded_case(Device::host(), GetParam(), c, seed++), "") << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DataMovementHost, ::testing::Values(DType::bf16, DType::f16, DType::f32),
@@ -175,6 +194,82 @@ TEST_F(DataMovementGuards, RejectsOverlap) {
   EXPECT_EQ(cat_guard(imgs(), txts(), {cat(0), cat(0), cat(2)}), "overlap");
   EXPECT_EQ(pack_guard(head(0), head(1), head(2), TensorView(xs.data() + 96, DType::bf16, {2, 4, 3, 24})),
             "overlap");
+}
+
+// ---- varlen guards and index checks ------------------------------------------------------------
+
+struct VarlenGuards : ::testing::Test {
+  std::vector<float> xs = std::vector<float>(3 * 2 * 4 * 2 * 4, 1.0f);  // q, k, v [2, 4, 2, 4]
+  std::vector<float> os = std::vector<float>(3 * 3 * 2 * 4);            // out q, k, v [3, 2, 4]
+  std::vector<int32_t> index_values = {5, 0, 7};
+  std::vector<int32_t> inverse_values = {1, -1, -1, -1, -1, 0, -1, 2};
+  TensorView x(int i) { return {xs.data() + i * 64, DType::f32, {2, 4, 2, 4}}; }
+  TensorView out(int i) { return {os.data() + i * 24, DType::f32, {3, 2, 4}}; }
+  TensorView indices{index_values.data(), DType::i32, {3}};
+  TensorView inverse{inverse_values.data(), DType::i32, {8}};
+  QkvViews xv() { return {x(0), x(1), x(2)}; }
+  QkvViews outs() { return {out(0), out(1), out(2)}; }
+
+  std::string pack_guard(const QkvViews& in, const TensorView& idx, const QkvViews& o) {
+    std::string why;
+    EXPECT_FALSE(can_use_varlen_pack_qkv(in, idx, o, &why));
+    try {
+      varlen_pack_qkv(in, idx, o);
+    } catch (const Unsupported& e) {
+      EXPECT_EQ(why, e.what());
+      return e.guard();
+    }
+    ADD_FAILURE() << "no Unsupported thrown";
+    return "";
+  }
+};
+
+TEST_F(VarlenGuards, AcceptsTheBaseCases) {
+  EXPECT_TRUE(can_use_varlen_pack_qkv(xv(), indices, outs()));
+  EXPECT_TRUE(can_use_varlen_pack_segmented_qkv(xv(), xv(), indices, outs()));
+  EXPECT_TRUE(can_use_varlen_scatter_to_padded(out(0), inverse, x(0)));
+}
+
+TEST_F(VarlenGuards, RejectsBadInputs) {
+  std::vector<int16_t> shorts(3);
+  EXPECT_EQ(pack_guard(xv(), TensorView(shorts.data(), DType::u8, {3}), outs()), "dtype");
+  EXPECT_EQ(pack_guard(xv(), TensorView(index_values.data(), DType::i32, {3, 1}), outs()), "rank");
+  EXPECT_EQ(pack_guard(xv(), indices, {out(0), out(1), TensorView(os.data() + 48, DType::f32, {3, 1, 8})}),
+            "shape");
+  const int64_t sizes[] = {2, 4, 2, 4}, strides[] = {64, 8, 4, 1};  // not contiguous: padded batches
+  EXPECT_EQ(pack_guard({TensorView(xs.data(), DType::f32, sizes, strides, 4), x(1), x(2)}, indices, outs()),
+            "layout");
+  EXPECT_EQ(pack_guard(xv(), indices, {out(0), out(0), out(2)}), "overlap");
+  EXPECT_EQ(pack_guard(xv(), indices, {TensorView(xs.data(), DType::f32, {3, 2, 4}), out(1), out(2)}), "overlap");
+  std::string why;
+  EXPECT_FALSE(can_use_varlen_scatter_to_padded(out(0), TensorView(inverse_values.data(), DType::i32, {7}), x(0),
+                                                &why));
+  EXPECT_NE(why.find("inv_indices"), std::string::npos) << why;
+}
+
+TEST_F(VarlenGuards, HostThrowsOnOutOfRangeIndices) {
+  index_values[1] = 8;  // B * S = 8
+  EXPECT_THROW(varlen_pack_qkv(xv(), indices, outs()), InvalidArgument);
+  index_values[1] = -1;  // padding only in the scatter
+  EXPECT_THROW(varlen_pack_qkv(xv(), indices, outs()), InvalidArgument);
+  index_values[1] = 16;  // B * (Sp + Sm) = 16 with a 4-token prefix and a 4-token main
+  EXPECT_THROW(varlen_pack_segmented_qkv(xv(), xv(), indices, outs()), InvalidArgument);
+  inverse_values[3] = 3;  // x has 3 rows
+  EXPECT_THROW(varlen_scatter_to_padded(out(0), inverse, x(0)), InvalidArgument);
+}
+
+// -0 and NaN payloads move unchanged; padding rows are +0.0 bits.
+TEST_F(VarlenGuards, SignedZerosAndPaddingBits) {
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = i % 2 ? -0.0f : std::bit_cast<float>(0x7FA00000u + uint32_t(i));
+  varlen_pack_segmented_qkv(xv(), xv(), indices, outs());
+  for (int64_t e = 0; e < 8; ++e)  // out.q row 0 = token 5 of batch 0 = main row 1
+    EXPECT_EQ(std::bit_cast<uint32_t>(os[size_t(e)]), std::bit_cast<uint32_t>(xs[size_t(8 + e)])) << e;
+  std::vector<float> padded(64, 1.0f);
+  varlen_scatter_to_padded(out(0), inverse, TensorView(padded.data(), DType::f32, {2, 4, 2, 4}));
+  for (int64_t e = 0; e < 8; ++e) {
+    EXPECT_EQ(std::bit_cast<uint32_t>(padded[size_t(8 + e)]), 0u) << e;
+    EXPECT_EQ(std::bit_cast<uint32_t>(padded[size_t(e)]), std::bit_cast<uint32_t>(os[size_t(8 + e)])) << e;
+  }
 }
 
 }  // namespace

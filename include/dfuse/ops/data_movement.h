@@ -47,4 +47,41 @@ bool can_use_pack_qkv_destination_major(const TensorView& q, const TensorView& k
 void pack_qkv_destination_major(const TensorView& q, const TensorView& k, const TensorView& v,
                                 const TensorView& out, Stream stream = {});
 
+// The varlen ops (packing the valid tokens of masked attention and scattering them back) take
+// contiguous inputs and an index list, int32 or int64. Index values are not checked on CUDA: an
+// index out of range is undefined behaviour, as in an unchecked gather. The host backend throws
+// dfuse::InvalidArgument on one.
+
+// diffusion.varlen_pack_qkv: out.x = x.reshape(B * S, H, D).index_select(0, indices) for x in q,
+// k, v, in one launch.
+//   x:        q, k, v [B, S, H, D], contiguous
+//   indices:  [n], int32 or int64, values in [0, B * S)
+//   out:      q, k, v [n, H, D], contiguous
+bool can_use_varlen_pack_qkv(const QkvViews& x, const TensorView& indices, const QkvViews& out,
+                             std::string* why = nullptr);
+void varlen_pack_qkv(const QkvViews& x, const TensorView& indices, const QkvViews& out, Stream stream = {});
+
+// diffusion.varlen_pack_segmented_qkv: varlen_pack_qkv on torch.cat([prefix, main], dim=1) without
+// the cat: index i is token i % (Sp + Sm) of batch i / (Sp + Sm), from prefix when that token is
+// < Sp, else from main. Bits are copied exactly (-0 stays -0).
+//   prefix:   q, k, v [B, Sp, H, D], contiguous
+//   main:     q, k, v [B, Sm, H, D], contiguous
+//   indices:  [n], int32 or int64, values in [0, B * (Sp + Sm))
+//   out:      q, k, v [n, H, D], contiguous
+bool can_use_varlen_pack_segmented_qkv(const QkvViews& prefix, const QkvViews& main, const TensorView& indices,
+                                       const QkvViews& out, std::string* why = nullptr);
+void varlen_pack_segmented_qkv(const QkvViews& prefix, const QkvViews& main, const TensorView& indices,
+                               const QkvViews& out, Stream stream = {});
+
+// diffusion.varlen_scatter_to_padded: out.view(B * S, H, D)[r] = x[inv_indices[r]], or exact
+// zeros (+0.0) where inv_indices[r] < 0 (padding); the padded layout back from a packed one
+// (zeros.index_copy_(0, indices, x)).
+//   x:            [n, H, D], contiguous
+//   inv_indices:  [B * S], int32 or int64, values in [-1, n)
+//   out:          [B, S, H, D], contiguous
+bool can_use_varlen_scatter_to_padded(const TensorView& x, const TensorView& inv_indices, const TensorView& out,
+                                      std::string* why = nullptr);
+void varlen_scatter_to_padded(const TensorView& x, const TensorView& inv_indices, const TensorView& out,
+                              Stream stream = {});
+
 }  // namespace dfuse

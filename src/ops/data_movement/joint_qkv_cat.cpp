@@ -33,12 +33,7 @@ detail::GuardList check(const QkvViews& img, const QkvViews& txt, const QkvViews
   const std::initializer_list<detail::NamedView> inputs = {{"img.q", &img.q}, {"img.k", &img.k},
                                                            {"img.v", &img.v}, {"txt.q", &txt.q},
                                                            {"txt.k", &txt.k}, {"txt.v", &txt.v}};
-  detail::check_copy_output(g, "out.q", out.q, sizes, ref, "img.q", inputs);
-  detail::check_copy_output(g, "out.k", out.k, sizes, ref, "img.q", inputs);
-  detail::check_copy_output(g, "out.v", out.v, sizes, ref, "img.q", inputs);
-  g.no_partial_overlap("out.k", out.k, "out.q", out.q, false);
-  g.no_partial_overlap("out.v", out.v, "out.q", out.q, false);
-  g.no_partial_overlap("out.v", out.v, "out.k", out.k, false);
+  detail::check_qkv_outputs(g, out, sizes, ref, "img.q", inputs);
   return g;
 }
 

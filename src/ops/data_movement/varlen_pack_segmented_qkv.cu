@@ -1,0 +1,6 @@
+// diffusion.varlen_pack_segmented_qkv: the CUDA entry is the shared varlen row gather (cuda/row_gather.cu);
+// guards and gather parameters: ops/data_movement/varlen_pack_segmented_qkv.cpp.
+#include "common/entries.h"
+#include "cuda/row_gather.cuh"
+
+DFUSE_REGISTER_ENTRY(cuda, "varlen_pack_segmented_qkv", &dfuse::detail::launch_row_gather);
