@@ -135,3 +135,56 @@ def test_data_movement_is_bitwise_not_numeric():
     # a permute that went through float arithmetic would canonicalize NaN payloads; the op must not
     x = random_bits((2, 64, 3, 4, 64), torch.float32)
     assert torch.equal(bits(dt.usp_merge_heads(x)), bits(usp_chain(x)))
+
+
+# ---- varlen packing -----------------------------------------------------------------------------------------
+
+
+def varlen_indices(batch, seq, valid, index_dtype):
+    """Flat indices of `valid` random tokens of each batch, in a random order."""
+    rows = [b * seq + torch.randperm(seq, device="cuda")[:valid] for b in range(batch)]
+    flat = torch.cat(rows)
+    return flat[torch.randperm(flat.numel(), device="cuda")].to(index_dtype)
+
+
+def varlen_pack_chain(q, k, v, indices):
+    return tuple(x.reshape(-1, x.shape[2], x.shape[3]).index_select(0, indices) for x in (q, k, v))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("shape", [(2, 4096, 24, 128), (3, 77, 5, 40)], ids=str)
+def test_varlen_pack_qkv(shape, index_dtype, dtype):
+    b, s, h, d = shape
+    q, k, v = (random_bits(shape, dtype) for _ in range(3))
+    check(dt.varlen_pack_qkv, varlen_pack_chain, (q, k, v, varlen_indices(b, s, s * 3 // 4, index_dtype)))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_varlen_pack_segmented_qkv(dtype):
+    b, sp, sm, h, d = 2, 512, 4096, 24, 128
+    prefix = [random_bits((b, sp, h, d), dtype) for _ in range(3)]
+    main = [random_bits((b, sm, h, d), dtype) for _ in range(3)]
+    indices = varlen_indices(b, sp + sm, 3000, torch.int64)
+
+    def chain(pq, pk, pv, mq, mk, mv, idx):
+        return varlen_pack_chain(torch.cat([pq, mq], 1), torch.cat([pk, mk], 1), torch.cat([pv, mv], 1), idx)
+
+    check(dt.varlen_pack_segmented_qkv, chain, (*prefix, *main, indices))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("shape", [(2, 4096, 24, 128), (3, 77, 5, 40)], ids=str)
+def test_varlen_scatter_to_padded(shape, dtype):
+    b, s, h, d = shape
+    indices = varlen_indices(b, s, s // 2, torch.int64)
+    packed = random_bits((indices.numel(), h, d), dtype)
+    inv = torch.full((b * s,), -1, dtype=torch.int32, device="cuda")
+    inv[indices] = torch.arange(indices.numel(), dtype=torch.int32, device="cuda")
+
+    def chain(x, inv_indices, batch, seq):
+        # the model's chain, from the forward indices: zeros, then index_copy_ of the packed rows
+        return torch.zeros(batch * seq, h, d, dtype=x.dtype, device=x.device).index_copy_(0, indices, x).view(
+            batch, seq, h, d)
+
+    check(dt.varlen_scatter_to_padded, chain, (packed, inv, b, s))

@@ -4,6 +4,12 @@
 //                                                    torch.cat([img_*, txt_*], dim=1) for q, k, v
 //   pack_qkv_destination_major(q, k, v, world)       torch.stack([torch.cat([q[:, wL:(w+1)L],
 //                                                    k[...], v[...]], dim=-1) for w in range(world)])
+//   varlen_pack_qkv(q, k, v, indices)                x.reshape(B * S, H, D).index_select(0, indices)
+//   varlen_pack_segmented_qkv(pq, pk, pv, mq, mk, mv, indices)
+//                                                    the same on torch.cat([prefix, main], dim=1)
+//   varlen_scatter_to_padded(x, inv_indices, batch, seq)
+//                                                    zeros(B * S, H, D) with row r = x[inv_indices[r]]
+//                                                    where inv_indices[r] >= 0, viewed [B, S, H, D]
 // These ops copy values and compute none, so the kernels are bitwise identical to the chains by
 // construction: they run without the first-sight Gate. Inputs the kernels do not accept
 // (dfuse::can_use_<op>) run the aten chain, which also raises the chain's own errors.
@@ -142,6 +148,101 @@ at::Tensor pack_qkv_destination_major_meta(const at::Tensor& q, const at::Tensor
                           q.options().dtype(dtype));
 }
 
+// ---- varlen packing ---------------------------------------------------------------------------
+
+Qkv varlen_pack_chain(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& indices) {
+  const auto pack = [&](const at::Tensor& x) {
+    TORCH_CHECK(x.dim() == 4, "varlen_pack_qkv: q, k, v must be [B, S, H, D]");
+    return x.reshape({x.size(0) * x.size(1), x.size(2), x.size(3)}).index_select(0, indices);
+  };
+  return {pack(q), pack(k), pack(v)};
+}
+
+// Three [n, H, D] outputs like x's, for the kernel path.
+Qkv packed_outputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t n) {
+  const auto like = [n](const at::Tensor& x) { return at::empty({n, x.size(2), x.size(3)}, x.options()); };
+  return {like(q), like(k), like(v)};
+}
+
+dfuse::QkvViews qkv_views(Qkv& t) {
+  auto& [q, k, v] = t;
+  return {*view_of(q, q.data_ptr()), *view_of(k, k.data_ptr()), *view_of(v, v.data_ptr())};
+}
+
+Qkv varlen_pack_qkv(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& indices) {
+  const auto in = input_views({&q, &k, &v, &indices});
+  if (!in || q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || indices.dim() != 1)
+    return varlen_pack_chain(q, k, v, indices);
+  const c10::OptionalDeviceGuard device_guard(q.device());
+  Qkv out = packed_outputs(q, k, v, indices.size(0));
+  const dfuse::QkvViews x{(*in)[0], (*in)[1], (*in)[2]}, out_views = qkv_views(out);
+  if (!dfuse::can_use_varlen_pack_qkv(x, (*in)[3], out_views)) return varlen_pack_chain(q, k, v, indices);
+  run_kernel("varlen_pack_qkv", [&] { dfuse::varlen_pack_qkv(x, (*in)[3], out_views, stream_of(q)); });
+  return out;
+}
+
+Qkv varlen_pack_segmented_qkv(const at::Tensor& prefix_q, const at::Tensor& prefix_k, const at::Tensor& prefix_v,
+                              const at::Tensor& main_q, const at::Tensor& main_k, const at::Tensor& main_v,
+                              const at::Tensor& indices) {
+  const auto chain = [&] {
+    return varlen_pack_chain(at::cat({prefix_q, main_q}, 1), at::cat({prefix_k, main_k}, 1),
+                             at::cat({prefix_v, main_v}, 1), indices);
+  };
+  const auto in = input_views({&prefix_q, &prefix_k, &prefix_v, &main_q, &main_k, &main_v, &indices});
+  if (!in || main_q.dim() != 4 || main_k.dim() != 4 || main_v.dim() != 4 || indices.dim() != 1) return chain();
+  const c10::OptionalDeviceGuard device_guard(main_q.device());
+  Qkv out = packed_outputs(main_q, main_k, main_v, indices.size(0));
+  const dfuse::QkvViews prefix{(*in)[0], (*in)[1], (*in)[2]}, main{(*in)[3], (*in)[4], (*in)[5]};
+  const dfuse::QkvViews out_views = qkv_views(out);
+  if (!dfuse::can_use_varlen_pack_segmented_qkv(prefix, main, (*in)[6], out_views)) return chain();
+  run_kernel("varlen_pack_segmented_qkv", [&] {
+    dfuse::varlen_pack_segmented_qkv(prefix, main, (*in)[6], out_views, stream_of(main_q));
+  });
+  return out;
+}
+
+Qkv varlen_pack_meta(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& indices) {
+  const auto like = [&](const at::Tensor& x) {
+    TORCH_CHECK(x.dim() == 4 && indices.dim() == 1, "varlen pack: q, k, v must be [B, S, H, D], indices [n]");
+    return at::empty_symint({indices.sym_size(0), x.sym_size(2), x.sym_size(3)}, x.options());
+  };
+  return {like(q), like(k), like(v)};
+}
+
+Qkv varlen_pack_segmented_meta(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor& main_q,
+                               const at::Tensor& main_k, const at::Tensor& main_v, const at::Tensor& indices) {
+  return varlen_pack_meta(main_q, main_k, main_v, indices);
+}
+
+// Without a host sync (no nonzero()), so that the chain also runs inside CUDA graph capture.
+at::Tensor varlen_scatter_chain(const at::Tensor& x, const at::Tensor& inv_indices, int64_t batch, int64_t seq) {
+  TORCH_CHECK(x.dim() == 3 && inv_indices.dim() == 1 && inv_indices.size(0) == batch * seq,
+              "varlen_scatter_to_padded: x must be [n, H, D] and inv_indices [batch * seq]");
+  if (x.size(0) == 0) return at::zeros({batch, seq, x.size(1), x.size(2)}, x.options());
+  const at::Tensor valid = inv_indices.ge(0).view({-1, 1, 1});
+  const at::Tensor gathered = x.index_select(0, inv_indices.clamp_min(0));
+  return gathered.masked_fill(valid.logical_not(), 0).view({batch, seq, x.size(1), x.size(2)});
+}
+
+at::Tensor varlen_scatter_to_padded(const at::Tensor& x, const at::Tensor& inv_indices, int64_t batch,
+                                   int64_t seq) {
+  const auto in = input_views({&x, &inv_indices});
+  if (!in || x.dim() != 3 || batch < 0 || seq < 0) return varlen_scatter_chain(x, inv_indices, batch, seq);
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  at::Tensor out = at::empty({batch, seq, x.size(1), x.size(2)}, x.options());
+  const TensorView out_view = *view_of(out, out.data_ptr());
+  if (!dfuse::can_use_varlen_scatter_to_padded((*in)[0], (*in)[1], out_view))
+    return varlen_scatter_chain(x, inv_indices, batch, seq);
+  run_kernel("varlen_scatter_to_padded",
+             [&] { dfuse::varlen_scatter_to_padded((*in)[0], (*in)[1], out_view, stream_of(x)); });
+  return out;
+}
+
+at::Tensor varlen_scatter_meta(const at::Tensor& x, const at::Tensor&, int64_t batch, int64_t seq) {
+  TORCH_CHECK(x.dim() == 3, "varlen_scatter_to_padded: x must be [n, H, D]");
+  return at::empty_symint({c10::SymInt(batch), c10::SymInt(seq), x.sym_size(1), x.sym_size(2)}, x.options());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(dfuse, m) {
@@ -151,22 +252,38 @@ TORCH_LIBRARY_FRAGMENT(dfuse, m) {
         {at::Tag::pt2_compliant_tag});
   m.def("pack_qkv_destination_major(Tensor q, Tensor k, Tensor v, int world) -> Tensor",
         {at::Tag::pt2_compliant_tag});
+  m.def("varlen_pack_qkv(Tensor q, Tensor k, Tensor v, Tensor indices) -> (Tensor, Tensor, Tensor)",
+        {at::Tag::pt2_compliant_tag});
+  m.def("varlen_pack_segmented_qkv(Tensor prefix_q, Tensor prefix_k, Tensor prefix_v, Tensor main_q, "
+        "Tensor main_k, Tensor main_v, Tensor indices) -> (Tensor, Tensor, Tensor)",
+        {at::Tag::pt2_compliant_tag});
+  m.def("varlen_scatter_to_padded(Tensor x, Tensor inv_indices, int batch, int seq) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
 }
 
 TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
   m.impl("usp_merge_heads", &usp_merge_heads);
   m.impl("joint_qkv_cat", &joint_qkv_cat);
   m.impl("pack_qkv_destination_major", &pack_qkv_destination_major);
+  m.impl("varlen_pack_qkv", &varlen_pack_qkv);
+  m.impl("varlen_pack_segmented_qkv", &varlen_pack_segmented_qkv);
+  m.impl("varlen_scatter_to_padded", &varlen_scatter_to_padded);
 }
 
 TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
   m.impl("usp_merge_heads", &usp_merge_heads);
   m.impl("joint_qkv_cat", &joint_qkv_cat);
   m.impl("pack_qkv_destination_major", &pack_qkv_destination_major);
+  m.impl("varlen_pack_qkv", &varlen_pack_qkv);
+  m.impl("varlen_pack_segmented_qkv", &varlen_pack_segmented_qkv);
+  m.impl("varlen_scatter_to_padded", &varlen_scatter_to_padded);
 }
 
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("usp_merge_heads", &usp_merge_heads_meta);
   m.impl("joint_qkv_cat", &joint_qkv_cat_meta);
   m.impl("pack_qkv_destination_major", &pack_qkv_destination_major_meta);
+  m.impl("varlen_pack_qkv", &varlen_pack_meta);
+  m.impl("varlen_pack_segmented_qkv", &varlen_pack_segmented_meta);
+  m.impl("varlen_scatter_to_padded", &varlen_scatter_meta);
 }

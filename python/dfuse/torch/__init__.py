@@ -38,11 +38,15 @@ bias_glu = torch.ops.dfuse.bias_glu  # h, g = (x + bias).chunk(2, dim=-1); h * F
 usp_merge_heads = torch.ops.dfuse.usp_merge_heads  # x.permute(2, 1, 0, 3, 4).contiguous()
 joint_qkv_cat = torch.ops.dfuse.joint_qkv_cat  # torch.cat([img, txt], dim=1) for each of q, k, v
 pack_qkv_destination_major = torch.ops.dfuse.pack_qkv_destination_major  # Ulysses per-destination q|k|v shards
+varlen_pack_qkv = torch.ops.dfuse.varlen_pack_qkv  # x.reshape(B*S, H, D).index_select(0, indices), q k v
+varlen_pack_segmented_qkv = torch.ops.dfuse.varlen_pack_segmented_qkv  # the same on cat([prefix, main], 1)
+varlen_scatter_to_padded = torch.ops.dfuse.varlen_scatter_to_padded  # packed rows back to [B, S, H, D]
 group_limited_topk = torch.ops.dfuse.group_limited_topk  # LingBot Video expert selection (id sets)
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
 __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
-           "joint_qkv_cat", "pack_qkv_destination_major", "group_limited_topk", "gate_report",
+           "joint_qkv_cat", "pack_qkv_destination_major", "varlen_pack_qkv", "varlen_pack_segmented_qkv",
+           "varlen_scatter_to_padded", "group_limited_topk", "gate_report",
            "op_counters", "gate_reset", "library_path"]
