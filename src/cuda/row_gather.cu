@@ -4,19 +4,11 @@
 // row from the row's index (RowGatherParams::source_row). Index values are not checked.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-
-#include "cuda/check.h"
-#include "cuda/device_guard.h"
+#include "cuda/grid_stride.cuh"
 #include "cuda/row_gather.cuh"
 
 namespace dfuse::detail {
 namespace {
-
-template <typename Unit>
-__device__ __forceinline__ void move_unit(const uint8_t* src, uint8_t* dst) {
-  *reinterpret_cast<Unit*>(dst) = src ? *reinterpret_cast<const Unit*>(src) : Unit{};
-}
 
 // Index: uint32_t when the total number of units fits, else uint64_t. Offsets are 64-bit.
 template <typename Index>
@@ -36,11 +28,7 @@ __global__ void row_gather_kernel(const __grid_constant__ RowGatherParams p, Ind
       src = j.sources[source] + (row * p.row_units + int64_t(column)) * p.unit_bytes;
     }
     uint8_t* dst = j.dst + int64_t(in_job) * p.unit_bytes;
-    switch (p.unit_bytes) {
-      case 16: move_unit<uint4>(src, dst); break;
-      case 4: move_unit<uint32_t>(src, dst); break;
-      default: move_unit<uint16_t>(src, dst); break;
-    }
+    move_unit(src, dst, p.unit_bytes);
   }
 }
 
@@ -48,17 +36,10 @@ __global__ void row_gather_kernel(const __grid_constant__ RowGatherParams p, Ind
 
 void launch_row_gather(const RowGatherParams& p, Stream stream) {
   const int64_t total = int64_t(p.count) * p.rows * p.row_units;
-  if (total == 0) return;
-  const DeviceGuard device(p.device);
-  const int sms = multiprocessor_count(p.device);
-  constexpr int kThreads = 256, kBlocksPerSm = 8;
-  const int blocks = int(std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t(sms) * kBlocksPerSm));
-  auto s = static_cast<cudaStream_t>(stream.handle);
-  if (total <= int64_t(UINT32_MAX) - int64_t(blocks) * kThreads)
-    row_gather_kernel<uint32_t><<<blocks, kThreads, 0, s>>>(p, uint32_t(total));
-  else
-    row_gather_kernel<uint64_t><<<blocks, kThreads, 0, s>>>(p, uint64_t(total));
-  DFUSE_CUDA_CHECK_LAUNCH();
+  launch_grid_stride(p.device, total, stream, [&](auto index, int blocks, int threads, cudaStream_t s) {
+    using Index = decltype(index);
+    row_gather_kernel<Index><<<blocks, threads, 0, s>>>(p, Index(total));
+  });
 }
 
 }  // namespace dfuse::detail
