@@ -261,7 +261,9 @@ TORCH_LIBRARY_FRAGMENT(dfuse, m) {
         {at::Tag::pt2_compliant_tag});
 }
 
-TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
+namespace {
+// The same kernels serve CUDA and CPU tensors: the dfuse op picks its backend by device.
+void register_device_impls(torch::Library& m) {
   m.impl("usp_merge_heads", &usp_merge_heads);
   m.impl("joint_qkv_cat", &joint_qkv_cat);
   m.impl("pack_qkv_destination_major", &pack_qkv_destination_major);
@@ -269,15 +271,10 @@ TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
   m.impl("varlen_pack_segmented_qkv", &varlen_pack_segmented_qkv);
   m.impl("varlen_scatter_to_padded", &varlen_scatter_to_padded);
 }
+}  // namespace
 
-TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
-  m.impl("usp_merge_heads", &usp_merge_heads);
-  m.impl("joint_qkv_cat", &joint_qkv_cat);
-  m.impl("pack_qkv_destination_major", &pack_qkv_destination_major);
-  m.impl("varlen_pack_qkv", &varlen_pack_qkv);
-  m.impl("varlen_pack_segmented_qkv", &varlen_pack_segmented_qkv);
-  m.impl("varlen_scatter_to_padded", &varlen_scatter_to_padded);
-}
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
 
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("usp_merge_heads", &usp_merge_heads_meta);

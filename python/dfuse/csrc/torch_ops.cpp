@@ -376,21 +376,19 @@ TORCH_LIBRARY(dfuse, m) {
   m.def("gate_reset() -> ()", &gate_reset);
 }
 
-TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
+namespace {
+// The same kernels serve CUDA and CPU tensors: the dfuse op picks its backend by device.
+void register_device_impls(torch::Library& m) {
   m.impl("modulate_scale_shift", &modulate_scale_shift);
   m.impl("residual_gate_add", &residual_gate_add);
   m.impl("silu_mul", &silu_mul);
   m.impl("bias_silu", &bias_silu);
   m.impl("bias_glu", &bias_glu);
 }
+}  // namespace
 
-TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
-  m.impl("modulate_scale_shift", &modulate_scale_shift);
-  m.impl("residual_gate_add", &residual_gate_add);
-  m.impl("silu_mul", &silu_mul);
-  m.impl("bias_silu", &bias_silu);
-  m.impl("bias_glu", &bias_glu);
-}
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
 
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("modulate_scale_shift", &modulate_scale_shift_meta);

@@ -61,6 +61,7 @@ TORCH_LIBRARY_FRAGMENT(dfuse, m) {
         {at::Tag::pt2_compliant_tag});
 }
 
+// The same kernels serve CUDA and CPU tensors (the dfuse op picks its backend by device).
 TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { m.impl("group_limited_topk", &group_limited_topk); }
 TORCH_LIBRARY_IMPL(dfuse, CPU, m) { m.impl("group_limited_topk", &group_limited_topk); }
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) { m.impl("group_limited_topk", &group_limited_topk_meta); }
