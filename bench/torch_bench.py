@@ -199,13 +199,15 @@ def main():
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--iters", type=int, default=100, help="timed calls per implementation and shape")
     parser.add_argument("--host-calls", type=int, default=20000, help="calls for the host overhead loop")
+    parser.add_argument("--ops", nargs="+", choices=list(OPS), default=list(OPS), metavar="NAME",
+                        help="benchmark only these (default: all of " + ", ".join(OPS) + ")")
     args = parser.parse_args()
 
     props = torch.cuda.get_device_properties(0)
     l2_bytes = props.L2_cache_size
     copy_gbs, copy_us = copy_bandwidth(l2_bytes, args.iters)
     rows, checks = [], []
-    for name in OPS:
+    for name in args.ops:
         for shape_name, shape in SHAPES.items():
             op_rows, op_check = bench_op(name, shape_name, shape, l2_bytes, copy_gbs, args.iters)
             rows += op_rows
