@@ -13,9 +13,10 @@
 # Environment:
 #   DFUSE_SANITIZER_FILTER  --gtest_filter for the compute-sanitizer runs (default: all tests)
 #   DFUSE_CHECK_BUDGET_S    the time budget in seconds
-#   DFUSE_CHECK_QUICK=1     a shorter run for a short device lease: the GPU GoogleTest suite on small
-#                           shapes only (model shapes stay covered by pytest against torch) and no
-#                           `dfuse verify` (which repeats the model shapes against the CUDA replicas)
+#   DFUSE_CHECK_FULL=1      also the GPU GoogleTest suite and `dfuse verify` at model shapes (several
+#                           minutes: their random data is made on the host). By default both run on
+#                           small shapes; model shapes are covered by pytest against torch and by the
+#                           benchmarks' bitwise checks.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -91,15 +92,23 @@ run_bg memcheck 300 "${SANITIZE[@]}" --tool memcheck --leak-check full "$BUILD/d
 run_bg racecheck 300 "${SANITIZE[@]}" --tool racecheck --racecheck-report all \
   "$BUILD/dfuse_gpu_tests" "$FILTER"
 run_step ctest_host 120 ctest --test-dir "$BUILD" -L host --output-on-failure --no-tests=error
-QUICK=${DFUSE_CHECK_QUICK:-0}
-run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$QUICK" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
+FULL=${DFUSE_CHECK_FULL:-0}
+SMALL=$((1 - FULL))
+run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$SMALL" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --no-tests=error
-run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" \
-  python3 -m pytest python/tests -q -rfEs -p no:cacheprovider
+# One pytest process per module, so that a crash in one module does not hide the others' results.
+run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" bash -c '
+  status=0
+  for module in python/tests/test_*.py; do
+    python3 -X faulthandler -m pytest "$module" -q -rfEs -p no:cacheprovider || status=1
+  done
+  exit $status'
 wait
 STEPS+=(memcheck racecheck)
 
-[[ $QUICK == 1 ]] || run_step dfuse_verify 90 "$BUILD/dfuse" verify
+VERIFY=(--quick)
+[[ $FULL == 1 ]] && VERIFY=()
+run_step dfuse_verify 120 "$BUILD/dfuse" verify "${VERIFY[@]}"
 run_step dfuse_bench 120 "$BUILD/dfuse" bench --json "$OUT/dfuse_bench.json"
 run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
   python3 bench/torch_bench.py --json "$OUT/torch_bench.json"

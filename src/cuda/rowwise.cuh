@@ -1,9 +1,8 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Warps take (row, chunk) work items. Each lane handles VEC consecutive elements (16 bytes when
-// every row operand is 16-byte aligned and the row length allows, else one element) and keeps
-// kRowwiseUnroll vectors of every input in flight before computing. Operands that hold one value
-// per row (col_stride 0) are read once per item and broadcast. The op is a functor
+// Each thread handles VEC consecutive columns (16 bytes when every row operand is 16-byte aligned
+// and the row length allows, else one element) of kRowwiseRows consecutive rows. Operands that
+// hold one value per row (col_stride 0) are read once per row and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
 // that the host kernel shares.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
@@ -70,88 +69,81 @@ struct Pack {
   }
 };
 
-constexpr int kRowwiseWarps = 8;   // warps per 256-thread block
-constexpr int kRowwiseUnroll = 2;  // vectors per input and lane in flight per work item
-// 53 registers in the bf16 instantiation (ptxas, nvcc 13.0): four blocks (32 warps) per SM.
-constexpr int kRowwiseMinBlocks = 4;
+constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
+constexpr int kRowwiseRows = 4;         // consecutive rows per thread
 
-// fn applied to element e of vector u of every input.
+// fn applied to element e of the vectors of row r.
 template <typename T, int VEC, typename Fn, size_t... K>
-__device__ __forceinline__ T apply_rowwise(const Fn& fn,
-                                           const Pack<T, VEC> (&v)[sizeof...(K)][kRowwiseUnroll], int u, int e,
-                                           std::index_sequence<K...>) {
-  return fn(v[K][u].get(e)...);
+__device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)[sizeof...(K)][kRowwiseRows], int r,
+                                           int e, std::index_sequence<K...>) {
+  return fn(v[K][r].get(e)...);
 }
 
-// Work items are (row, chunk) pairs: a chunk is the 32 * VEC * kRowwiseUnroll columns one warp
-// covers at once. A persistent grid of warps strides over the items, so that shapes with few
-// rows (FLUX.1: 4608) still balance across the SMs to within one small item. The functor's
-// arity says how many of p.in it reads.
+// Grid: x = a group of kRowwiseRows consecutive rows, y = column blocks of kRowwiseThreads * VEC
+// elements (a block strides on over further column blocks when a row has more than 65535). Each
+// thread loads its vector of every input for all rows of the group before computing, and an
+// operand whose row start repeats from one row to the next (scale/shift per batch, [B,1,D]) is read
+// once per group and reused from registers: the L2 traffic of broadcast operands falls by
+// kRowwiseRows. Blocks are small and many (FLUX.1: 3456), so the SMs balance to within one block.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseWarps * 32, kRowwiseMinBlocks)
-    rowwise_kernel(RowwiseParams p, Fn fn, uint32_t chunks_per_row, uint32_t items) {
+__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
-  constexpr int kStep = 32 * VEC;
-  constexpr int kChunk = kStep * kRowwiseUnroll;
-  const int lane = threadIdx.x % 32;
-  const uint32_t warps = gridDim.x * kRowwiseWarps;
-  const int64_t cols = p.geom.cols;
+  constexpr int64_t kBlockCols = kRowwiseThreads * VEC;
+  const uint32_t first = blockIdx.x * kRowwiseRows;
+  const int rows = int(min(p.geom.rows() - int64_t(first), int64_t(kRowwiseRows)));
 
-  for (uint32_t item = blockIdx.x * kRowwiseWarps + threadIdx.x / 32; item < items; item += warps) {
-    const uint32_t row = item / chunks_per_row;
-    const int64_t base = int64_t(item - row * chunks_per_row) * kChunk + int64_t(lane) * VEC;
+  const T* in[kInputs][kRowwiseRows];
+  bool repeats[kInputs][kRowwiseRows];  // the row starts where the previous row of the group starts
+  T* out[kRowwiseRows];
+#pragma unroll
+  for (int r = 0; r < kRowwiseRows; ++r) {
+    if (r >= rows) break;
     uint32_t idx[3];
-    p.geom.split(row, idx);
-
-    Pack<T, VEC> v[kInputs][kRowwiseUnroll];
+    p.geom.split(first + r, idx);
+    out[r] = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
     for (int k = 0; k < kInputs; ++k) {
-      const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-      if (p.in[k].col_stride == 0) {
-        const T value = in[0];
+      in[k][r] = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+      repeats[k][r] = r > 0 && in[k][r] == in[k][r - 1];
+    }
+  }
+
+  for (int64_t c = int64_t(blockIdx.y) * kBlockCols + int64_t(threadIdx.x) * VEC; c < p.geom.cols;
+       c += int64_t(gridDim.y) * kBlockCols) {
+    Pack<T, VEC> v[kInputs][kRowwiseRows];
 #pragma unroll
-        for (int u = 0; u < kRowwiseUnroll; ++u) v[k][u].fill(value);
-      } else {
+    for (int r = 0; r < kRowwiseRows; ++r) {
+      if (r >= rows) break;
 #pragma unroll
-        for (int u = 0; u < kRowwiseUnroll; ++u)
-          if (base + u * kStep < cols) v[k][u].load(in + base + u * kStep);
+      for (int k = 0; k < kInputs; ++k) {
+        if (repeats[k][r])
+          v[k][r] = v[k][r - 1];
+        else if (p.in[k].col_stride == 0)
+          v[k][r].fill(in[k][r][0]);
+        else
+          v[k][r].load(in[k][r] + c);
       }
     }
-    T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
-    for (int u = 0; u < kRowwiseUnroll; ++u) {
-      if (base + u * kStep < cols) {
-        Pack<T, VEC> r;
+    for (int r = 0; r < kRowwiseRows; ++r) {
+      if (r >= rows) break;
+      Pack<T, VEC> result;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          r.set(e, apply_rowwise(fn, v, u, e, std::make_index_sequence<kInputs>{}));
-        r.store(out + base + u * kStep);
-      }
+      for (int e = 0; e < VEC; ++e)
+        result.set(e, apply_rowwise(fn, v, r, e, std::make_index_sequence<kInputs>{}));
+      result.store(out[r] + c);
     }
   }
 }
 
-// Resident blocks of one kernel on `device`: blocks per SM (the same for every device of the
-// one GPU model the backend is built for, so computed once per kernel) times the SM count.
-template <typename Kernel>
-uint32_t resident_blocks(Kernel kernel, int device) {
-  static const int per_sm = [&] {
-    int blocks = 0;
-    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kRowwiseWarps * 32, 0));
-    return blocks > 0 ? blocks : 1;
-  }();
-  return uint32_t(multiprocessor_count(device)) * uint32_t(per_sm);
-}
-
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kChunk = 32 * VEC * kRowwiseUnroll;
-  const int64_t chunks_per_row = (p.geom.cols + kChunk - 1) / kChunk;
-  const int64_t items = p.geom.rows() * chunks_per_row;  // < 2^31: the rowwise guards bound it
-  auto kernel = rowwise_kernel<T, VEC, Fn>;
-  const int64_t wanted = (items + kRowwiseWarps - 1) / kRowwiseWarps;
-  const uint32_t grid = uint32_t(std::min<int64_t>(wanted, resident_blocks(kernel, p.device)));
-  kernel<<<grid, kRowwiseWarps * 32, 0, stream>>>(p, fn, uint32_t(chunks_per_row), uint32_t(items));
+  constexpr int64_t kBlockCols = kRowwiseThreads * VEC;
+  constexpr int64_t kMaxGridY = 65535;
+  // The rowwise guards bound the row count below 2^31.
+  const dim3 grid(uint32_t((p.geom.rows() + kRowwiseRows - 1) / kRowwiseRows),
+                  uint32_t(std::min((p.geom.cols + kBlockCols - 1) / kBlockCols, kMaxGridY)));
+  rowwise_kernel<T, VEC, Fn><<<grid, kRowwiseThreads, 0, stream>>>(p, fn);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 

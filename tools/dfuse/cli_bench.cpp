@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "dfuse/cli_harness.h"
@@ -28,7 +29,8 @@ constexpr size_t kMinCopyBytes = size_t(256) << 20;
 struct BenchRow {
   std::string op, label, shape, dtype;
   int64_t bytes = 0;
-  double fused_us = 0, eager_us = 0;
+  double fused_us = 0;
+  std::optional<double> eager_us{};  // none when the eager chain is not timed (Case::eager_on_host)
   std::string error{};  // why the case could not run; empty when it ran
 };
 
@@ -129,13 +131,15 @@ void write_json(const std::string& path, const DeviceInfo& info, const BenchOpti
       continue;
     }
     json.field("fused_us", r.fused_us)
-        .field("eager_us", r.eager_us)
         .field("fused_gbps", gbps(r.bytes, r.fused_us))
-        .field("eager_gbps", gbps(r.bytes, r.eager_us))
-        .field("fused_percent_of_copy", 100 * gbps(r.bytes, r.fused_us) / copy_bandwidth)
-        .field("eager_percent_of_copy", 100 * gbps(r.bytes, r.eager_us) / copy_bandwidth)
-        .field("speedup", r.eager_us / r.fused_us)
-        .end_object();
+        .field("fused_percent_of_copy", 100 * gbps(r.bytes, r.fused_us) / copy_bandwidth);
+    if (r.eager_us) {
+      json.field("eager_us", *r.eager_us)
+          .field("eager_gbps", gbps(r.bytes, *r.eager_us))
+          .field("eager_percent_of_copy", 100 * gbps(r.bytes, *r.eager_us) / copy_bandwidth)
+          .field("speedup", *r.eager_us / r.fused_us);
+    }
+    json.end_object();
   }
   json.end_array().end_object();
   std::ofstream file(path);
@@ -178,9 +182,10 @@ int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& prog
       row.fused_us = time_runs(rt, warmup, options.iters, [&](int k) {
         c.fused(sets.views[k % count], sets.out_views[k % count], Stream{});
       });
-      row.eager_us = time_runs(rt, warmup, options.iters, [&](int k) {
-        c.eager(sets.views[k % count], sets.out_views[k % count], workspace, Stream{});
-      });
+      if (!(c.eager_on_host && options.device.is_cuda()))
+        row.eager_us = time_runs(rt, warmup, options.iters, [&](int k) {
+          c.eager(sets.views[k % count], sets.out_views[k % count], workspace, Stream{});
+        });
     } catch (const std::exception& e) {
       row.error = e.what();
     }
@@ -196,9 +201,12 @@ int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& prog
       continue;
     }
     const double fused_gbps = gbps(r.bytes, r.fused_us);
+    const std::string untimed = "host ref";
     table.push_back({r.op, r.label, r.shape, r.dtype, fixed(double(r.bytes) / 1e6, 1), fixed(r.fused_us, 1),
-                     fixed(r.eager_us, 1), fixed(fused_gbps, 1), fixed(gbps(r.bytes, r.eager_us), 1),
-                     fixed(100 * fused_gbps / copy_bandwidth, 1), fixed(r.eager_us / r.fused_us, 2) + "x"});
+                     r.eager_us ? fixed(*r.eager_us, 1) : untimed, fixed(fused_gbps, 1),
+                     r.eager_us ? fixed(gbps(r.bytes, *r.eager_us), 1) : untimed,
+                     fixed(100 * fused_gbps / copy_bandwidth, 1),
+                     r.eager_us ? fixed(*r.eager_us / r.fused_us, 2) + "x" : "-"});
   }
   out << "dfuse bench on " << options.device.str() << " (" << info.name << "), " << options.iters
       << " iterations, median\n";

@@ -60,6 +60,7 @@ struct Case {
   std::optional<DType> out_dtype;  // the output's dtype when it is not `dtype` (int64 ids)
   bool out_rows_are_sets = false;  // each output row (last dim) is a set: compared in sorted order
   int in_place_input = -1;         // >= 0: the fused run writes into this (dense) input
+  bool eager_on_host = false;      // the eager chain computes on the host whatever the device: not timed
   Values values = Values::finite;
   FusedRunner fused = nullptr;
   EagerRunner eager = nullptr;

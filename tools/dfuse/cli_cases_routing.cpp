@@ -42,6 +42,7 @@ Case routing_case(int64_t tokens, Values values) {
                                      {tokens, C.top_k}, values);
   c.out_dtype = DType::i64;
   c.out_rows_are_sets = true;
+  c.eager_on_host = true;  // the reference chain sorts on the host (src/eager/routing.cpp)
   return c;
 }
 
