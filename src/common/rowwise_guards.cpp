@@ -16,8 +16,8 @@ void check_rowwise_input(GuardList& g, const char* name, const TensorView& x) {
   g.non_negative_strides(name, x);
   if (g.ok() && x.numel() > 0) {
     const RowGeometry geom = row_geometry(x);
-    // The CUDA kernel numbers (row, 64-column chunk) work items with 32 bits.
-    // Below 2^31 so that the item counter plus the grid's warp count cannot wrap either.
+    // The CUDA kernel runs one block per (row, column block of at least 128 columns) in a 1-D
+    // grid of fewer than 2^31 blocks; counting 64-column chunks keeps a margin.
     const bool too_many_items = geom.rows() * ((geom.cols + 63) / 64) >= (int64_t(1) << 31);
     if (geom.rows() > kMaxExtent || geom.cols > kMaxExtent || too_many_items)
       g.fail("extent", std::string(name) + " " + shape_str(x) +

@@ -1,8 +1,8 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
 // Each thread handles VEC consecutive columns (16 bytes when every row operand is 16-byte aligned
-// and the row length allows, else one element) of kRowwiseRows consecutive rows. Operands that
-// hold one value per row (col_stride 0) are read once per row and broadcast. The op is a functor
+// and the row length allows, else one element) of one row. Operands that hold one value per row
+// (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
 // that the host kernel shares.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
@@ -70,80 +70,47 @@ struct Pack {
 };
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
-constexpr int kRowwiseRows = 4;         // consecutive rows per thread
 
-// fn applied to element e of the vectors of row r.
+// fn applied to element e of every input's vector.
 template <typename T, int VEC, typename Fn, size_t... K>
-__device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)[sizeof...(K)][kRowwiseRows], int r,
-                                           int e, std::index_sequence<K...>) {
-  return fn(v[K][r].get(e)...);
+__device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)[sizeof...(K)], int e,
+                                           std::index_sequence<K...>) {
+  return fn(v[K].get(e)...);
 }
 
-// Grid: x = a group of kRowwiseRows consecutive rows, y = column blocks of kRowwiseThreads * VEC
-// elements (a block strides on over further column blocks when a row has more than 65535). Each
-// thread loads its vector of every input for all rows of the group before computing, and an
-// operand whose row start repeats from one row to the next (scale/shift per batch, [B,1,D]) is read
-// once per group and reused from registers: the L2 traffic of broadcast operands falls by
-// kRowwiseRows. Blocks are small and many (FLUX.1: 3456), so the SMs balance to within one block.
+// Block b covers column block b % blocks_per_row (kRowwiseThreads * VEC elements) of row
+// b / blocks_per_row: consecutive blocks stream through memory in row-major order, the order the
+// tensors are laid out in. One vector per input and thread; the grid is bounded by 2^31 blocks.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn) {
+__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, uint32_t blocks_per_row) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
-  constexpr int64_t kBlockCols = kRowwiseThreads * VEC;
-  const uint32_t first = blockIdx.x * kRowwiseRows;
-  const int rows = int(min(p.geom.rows() - int64_t(first), int64_t(kRowwiseRows)));
-
-  const T* in[kInputs][kRowwiseRows];
-  bool repeats[kInputs][kRowwiseRows];  // the row starts where the previous row of the group starts
-  T* out[kRowwiseRows];
+  const uint32_t row = blockIdx.x / blocks_per_row;
+  const int64_t c = int64_t(blockIdx.x - row * blocks_per_row) * (kRowwiseThreads * VEC) + int64_t(threadIdx.x) * VEC;
+  if (c >= p.geom.cols) return;
+  uint32_t idx[3];
+  p.geom.split(row, idx);
+  Pack<T, VEC> v[kInputs];
 #pragma unroll
-  for (int r = 0; r < kRowwiseRows; ++r) {
-    if (r >= rows) break;
-    uint32_t idx[3];
-    p.geom.split(first + r, idx);
-    out[r] = static_cast<T*>(p.out.data) + p.out.offset(idx);
-#pragma unroll
-    for (int k = 0; k < kInputs; ++k) {
-      in[k][r] = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-      repeats[k][r] = r > 0 && in[k][r] == in[k][r - 1];
-    }
+  for (int k = 0; k < kInputs; ++k) {
+    const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+    if (p.in[k].col_stride == 0)
+      v[k].fill(in[0]);
+    else
+      v[k].load(in + c);
   }
-
-  for (int64_t c = int64_t(blockIdx.y) * kBlockCols + int64_t(threadIdx.x) * VEC; c < p.geom.cols;
-       c += int64_t(gridDim.y) * kBlockCols) {
-    Pack<T, VEC> v[kInputs][kRowwiseRows];
+  Pack<T, VEC> result;
 #pragma unroll
-    for (int r = 0; r < kRowwiseRows; ++r) {
-      if (r >= rows) break;
-#pragma unroll
-      for (int k = 0; k < kInputs; ++k) {
-        if (repeats[k][r])
-          v[k][r] = v[k][r - 1];
-        else if (p.in[k].col_stride == 0)
-          v[k][r].fill(in[k][r][0]);
-        else
-          v[k][r].load(in[k][r] + c);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kRowwiseRows; ++r) {
-      if (r >= rows) break;
-      Pack<T, VEC> result;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e)
-        result.set(e, apply_rowwise(fn, v, r, e, std::make_index_sequence<kInputs>{}));
-      result.store(out[r] + c);
-    }
-  }
+  for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v, e, std::make_index_sequence<kInputs>{}));
+  result.store(static_cast<T*>(p.out.data) + p.out.offset(idx) + c);
 }
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   constexpr int64_t kBlockCols = kRowwiseThreads * VEC;
-  constexpr int64_t kMaxGridY = 65535;
-  // The rowwise guards bound the row count below 2^31.
-  const dim3 grid(uint32_t((p.geom.rows() + kRowwiseRows - 1) / kRowwiseRows),
-                  uint32_t(std::min((p.geom.cols + kBlockCols - 1) / kBlockCols, kMaxGridY)));
-  rowwise_kernel<T, VEC, Fn><<<grid, kRowwiseThreads, 0, stream>>>(p, fn);
+  const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
+  // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
+  const int64_t blocks = p.geom.rows() * blocks_per_row;
+  rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, uint32_t(blocks_per_row));
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
