@@ -3,7 +3,8 @@
     python3 bench/torch_bench.py [--json OUT.json] [--iters 100]
 
 Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]; silu_mul with separate and packed gate/up
-inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide) it reports the median kernel time from
+inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide; linear_gelu_tanh as
+the FFN up-projection D -> 4D at FLUX.1's shape) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
 over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
@@ -17,6 +18,7 @@ import math
 import statistics
 import sys
 import time
+from collections import namedtuple
 from pathlib import Path
 
 import torch
@@ -84,15 +86,42 @@ def bias_glu_inputs(shape):
     return rand(shape[:-1] + (2 * shape[-1],), 3.0), rand((2 * shape[-1],), 1.0)
 
 
-# name -> (op, eager chain, inputs for a shape); a name's first word is the op (its Gate counters).
+def linear_gelu_chain(x, weight, bias):
+    return F.gelu(F.linear(x, weight, bias), approximate="tanh")
+
+
+def linear_gelu_inputs(shape):
+    """The FFN up-projection of a block with hidden size D: x [B, S, D], weight [4D, D], bias [4D]."""
+    d = shape[-1]
+    return rand(shape, 1.0), rand((4 * d, d), 1 / math.sqrt(d)), rand((4 * d,), 0.5)
+
+
+def bitwise_equal(out, ref):
+    return bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
+
+
+def within_linear_gelu_bound(out, ref, x, weight, bias):
+    """linear_gelu_tanh's close contract (dfuse/ops/gemm.h): |out - eager| <= 2^-7 |eager| + 2^-8 |h|."""
+    h = F.linear(x.float(), weight.float(), bias.float())
+    return bool(((out.float() - ref.float()).abs() <= ref.float().abs() * 2**-7 + h.abs() * 2**-8).all())
+
+
+# An op's benchmark: the dfuse op, its eager chain, inputs for a shape, the contract check
+# (out, ref, *inputs) -> bool, and the shapes it runs at. A name's first word is the op.
+Op = namedtuple("Op", "op chain inputs check shapes", defaults=(None, None))
 OPS = {
-    "modulate_scale_shift": (dt.modulate_scale_shift, modulate_chain, modulate_inputs),
-    "residual_gate_add": (dt.residual_gate_add, residual_chain, residual_inputs),
-    "silu_mul": (dt.silu_mul, silu_mul_chain, silu_mul_inputs),
-    "silu_mul packed": (dt.silu_mul, silu_mul_chain, silu_mul_packed_inputs),
-    "bias_silu": (dt.bias_silu, bias_silu_chain, bias_silu_inputs),
-    "bias_glu": (dt.bias_glu, bias_glu_chain, bias_glu_inputs),
+    "modulate_scale_shift": Op(dt.modulate_scale_shift, modulate_chain, modulate_inputs),
+    "residual_gate_add": Op(dt.residual_gate_add, residual_chain, residual_inputs),
+    "silu_mul": Op(dt.silu_mul, silu_mul_chain, silu_mul_inputs),
+    "silu_mul packed": Op(dt.silu_mul, silu_mul_chain, silu_mul_packed_inputs),
+    "bias_silu": Op(dt.bias_silu, bias_silu_chain, bias_silu_inputs),
+    "bias_glu": Op(dt.bias_glu, bias_glu_chain, bias_glu_inputs),
+    # A GEMM: its GB/s column is not a roofline; its time is.
+    "linear_gelu_tanh": Op(dt.linear_gelu_tanh, linear_gelu_chain, linear_gelu_inputs, within_linear_gelu_bound,
+                           {"FLUX.1": SHAPES["FLUX.1"]}),
 }
+# Ops that run through the first-sight Gate, which counts their fused calls.
+GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu"}
 
 
 def nbytes(t):
@@ -130,16 +159,16 @@ def copy_bandwidth(l2_bytes, iters):
 
 
 def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
-    op, chain, make_inputs = OPS[name]
+    op, chain, make_inputs, check, _ = OPS[name]
     first = make_inputs(shape)
     out = op(*first)
     ref = chain(*first)
-    bitwise = bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
+    meets_contract = check(out, ref, *first) if check else bitwise_equal(out, ref)
     moved = sum(nbytes(t) for t in first) + nbytes(out)
     input_bytes = sum(nbytes(t) for t in first)
     sets = [first] + [make_inputs(shape) for _ in range(max(1, math.ceil(2 * l2_bytes / input_bytes)))]
     op_name = name.split()[0]
-    fused_before = dt.op_counters(op_name)[0]
+    fused_before = dt.op_counters(op_name)[0] if op_name in GATED else 0
     compiled = torch.compile(chain, fullgraph=True, dynamic=False)
     us = {
         "dfuse": time_calls(op, sets, iters),
@@ -154,9 +183,11 @@ def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
             "pct_copy_bw": 100 * gbs / copy_gbs, "speedup_vs_eager": us["eager"] / t,
             "speedup_vs_compile": us["compile"] / t, "bytes": moved, "input_sets": len(sets),
         })
-    fused_ran = dt.op_counters(op_name)[0] > fused_before
-    return rows, {"op": name, "shape": shape_name, "bitwise_equal_to_eager": bitwise,
-                  "fused_kernel_ran": fused_ran}
+    # Ops without a Gate (close contracts) have no counters: they ran fused when the result differs
+    # from the chain's, which the fallback would reproduce bit for bit.
+    gated = op_name in GATED
+    fused_ran = dt.op_counters(op_name)[0] > fused_before if gated else not bitwise_equal(out, ref)
+    return rows, {"op": name, "shape": shape_name, "meets_contract": meets_contract, "fused_kernel_ran": fused_ran}
 
 
 def host_overhead(calls):
@@ -208,7 +239,7 @@ def main():
     copy_gbs, copy_us = copy_bandwidth(l2_bytes, args.iters)
     rows, checks = [], []
     for name in args.ops:
-        for shape_name, shape in SHAPES.items():
+        for shape_name, shape in (OPS[name].shapes or SHAPES).items():
             op_rows, op_check = bench_op(name, shape_name, shape, l2_bytes, copy_gbs, args.iters)
             rows += op_rows
             checks.append(op_check)
@@ -216,7 +247,7 @@ def main():
     overhead = host_overhead(args.host_calls)
 
     for c in checks:
-        print(f"{c['op']} {c['shape']}: bitwise equal to eager: {c['bitwise_equal_to_eager']}, "
+        print(f"{c['op']} {c['shape']}: meets its contract against eager: {c['meets_contract']}, "
               f"fused kernel ran: {c['fused_kernel_ran']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -226,7 +257,7 @@ def main():
             "results": rows, "checks": checks, "host_overhead_us": overhead, "gate_report": dt.gate_report(),
         }, indent=2))
     print(markdown(rows, copy_gbs, overhead))
-    return 0 if all(c["bitwise_equal_to_eager"] and c["fused_kernel_ran"] for c in checks) else 1
+    return 0 if all(c["meets_contract"] and c["fused_kernel_ran"] for c in checks) else 1
 
 
 if __name__ == "__main__":
