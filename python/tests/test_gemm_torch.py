@@ -1,7 +1,9 @@
-"""torch.ops.dfuse.linear_gelu_tanh against the eager chain F.gelu(F.linear(x, w, b), approximate="tanh").
+"""The GEMM-epilogue torch ops against their eager chains: linear_gelu_tanh against
+F.gelu(F.linear(x, w, b), approximate="tanh"), qkv_projection_into against Qwen-Image's three added
+projections and the joint torch.cat.
 
 Contract: close. Per element, with h = x @ w.T + b in fp32: |out - eager| <= 2^-7 |eager| + 2^-8 |h|
-(dfuse/ops/gemm.h). Each test also prints the largest error it saw in units of the eager value's ulp.
+(dfuse/ops/gemm.h). check_bound prints the largest error it saw in units of the eager value's ulp.
 """
 
 import math
@@ -92,3 +94,61 @@ def test_torch_compile_fullgraph():
 def test_opcheck():
     x, w, b = inputs((2, 33, 256), 512, torch.bfloat16)
     torch.library.opcheck(torch.ops.dfuse.linear_gelu_tanh, (x, w, b))
+
+
+# Qwen-Image: hidden 3072 (24 heads x 128), 1024x1024 image = 4096 tokens, text prompts of a few hundred
+# tokens; plus odd sizes.
+JOINT_SHAPES = [(1, 256, 4096, 3072), (2, 7, 33, 1536), (1, 1, 5, 3072)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("batch,s_txt,s_img,d", JOINT_SHAPES, ids=str)
+def test_qkv_projection_into_joint_buffer(batch, s_txt, s_img, d, dtype):
+    txt, img = rand((batch, s_txt, d), dtype), rand((batch, s_img, d), dtype)
+    # add_q/add_k/add_v and to_q/to_k/to_v as separate linears, the way the model holds them.
+    added = [(rand((d, d), dtype, 1 / math.sqrt(d)), rand((d,), dtype, 0.5)) for _ in range(3)]
+    own = [(rand((d, d), dtype, 1 / math.sqrt(d)), rand((d,), dtype, 0.5)) for _ in range(3)]
+
+    joint = torch.full((batch, s_txt + s_img, 3 * d), float("nan"), device="cuda", dtype=dtype)
+    for x, rows, proj in ((txt, slice(0, s_txt), added), (img, slice(s_txt, None), own)):
+        weight = torch.cat([w for w, _ in proj])
+        bias = torch.cat([b for _, b in proj])
+        dt.qkv_projection_into(x, weight, bias, joint[:, rows])
+        check_bound(joint[:, rows], x, weight, bias)
+
+    # The eager chain: three linears per stream, then the joint concatenation of each of q, k, v.
+    for i, fused in enumerate(joint.chunk(3, dim=-1)):
+        eager = torch.cat([F.linear(txt, *added[i]), F.linear(img, *own[i])], dim=1)
+        h = torch.cat([F.linear(txt.float(), *(t.float() for t in added[i])),
+                       F.linear(img.float(), *(t.float() for t in own[i]))], dim=1)
+        err = (fused.float() - eager.float()).abs()
+        assert bool((err <= eager.float().abs() * 2**-7 + h.abs() * 2**-8).all())
+
+
+def test_qkv_projection_into_leaves_other_rows_and_falls_back():
+    x, w, b = inputs((2, 9, 64), 96, torch.bfloat16)
+    for device in ("cuda", "cpu"):
+        xs, ws, bs = (t.to(device) for t in (x, w, b))
+        joint = torch.zeros((2, 12, 96), device=device, dtype=torch.bfloat16)
+        dt.qkv_projection_into(xs, ws, bs, joint[:, 3:])
+        if device == "cpu":  # the chain, bit for bit
+            assert_bitwise(joint[:, 3:].contiguous(), F.linear(xs, ws, bs))
+        else:
+            check_bound(joint[:, 3:], xs, ws, bs)
+        assert bool((joint[:, :3] == 0).all())
+    # f32 is not the kernel's: the chain writes the linear's exact result.
+    joint = torch.zeros((2, 9, 96), device="cuda")
+    dt.qkv_projection_into(x.float(), w.float(), b.float(), joint)
+    assert_bitwise(joint, F.linear(x.float(), w.float(), b.float()))
+
+
+def test_qkv_projection_into_compiles():
+    x, w, b = inputs((2, 33, 256), 768, torch.bfloat16)
+
+    def project(x, w, b):
+        joint = torch.empty((2, 40, 768), device="cuda", dtype=torch.bfloat16)
+        dt.qkv_projection_into(x, w, b, joint[:, 7:])
+        return joint[:, 7:] * 2
+
+    compiled = torch.compile(project, fullgraph=True)
+    assert_bitwise(compiled(x, w, b), project(x, w, b))

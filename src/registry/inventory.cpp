@@ -181,6 +181,20 @@ void register_gemm(Registry& r) {
                            .description = "FFN up-projection with bias + tanh-GELU in the cuBLASLt epilogue; "
                                           "|out - eager| <= 2^-7 |eager| + 2^-8 |x W^T + b|",
                        });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qkv_projection_into",
+                           .symbol = "qkv_projection_into",
+                           .capabilities = {.dtypes = {DType::bf16, DType::f16},
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "add_q_proj(txt), add_k_proj(txt), add_v_proj(txt), then "
+                                       "torch.cat([txt_q, img_q], dim=1) (and k, v)",
+                           .models = {"Qwen-Image"},
+                           .family = "gemm",
+                           .description = "added Q/K/V projections as one GEMM of the concatenated weight, written "
+                                          "into the text rows of the joint QKV buffer; same bound",
+                       });
 }
 
 }  // namespace

@@ -33,44 +33,88 @@ float gelu_tanh(float x) {
 
 }  // namespace
 
-std::string check_linear_gelu_tanh(Device d, DType t, const LinearGeluCase& c) {
+std::vector<LinearCase> linear_cases(LinearOp op, bool model_shapes) {
+  std::vector<LinearCase> cases = {
+      {.op = op, .batch = 2, .m = 7, .n = 24, .k = 40},
+      {.op = op, .batch = 0, .m = 5, .n = 16, .k = 64, .x_row_pad = 8},
+      {.op = op, .batch = 1, .m = 3, .n = 40, .k = 256, .bias = false},
+      {.op = op, .batch = 3, .m = 1, .n = 8, .k = 8, .seed = 9},
+      {.op = op, .batch = 2, .m = 5, .n = 48, .k = 32, .out_rows_before = 3, .out_rows_after = 2, .seed = 4},
+  };
+  if (model_shapes) {
+    if (op == LinearOp::linear_gelu_tanh)
+      cases.push_back({.op = op, .batch = 1, .m = 64, .n = 1536, .k = 3072, .seed = 5});
+    else  // 3 x 3072 added Q/K/V outputs of 16 text tokens into a joint buffer with 32 image rows after them
+      cases.push_back({.op = op, .batch = 1, .m = 16, .n = 9216, .k = 3072, .out_rows_after = 32, .seed = 6});
+  }
+  return cases;
+}
+
+std::string check_linear_op(Device d, DType t, const LinearCase& c) {
   const bool flat = c.batch == 0;
-  const int64_t rows = flat ? c.m : c.batch * c.m;
+  const int64_t batches = flat ? 1 : c.batch;
+  const int64_t rows_total = c.out_rows_before + c.m + c.out_rows_after;
   std::vector<int64_t> x_sizes = flat ? std::vector<int64_t>{c.m, c.k} : std::vector<int64_t>{c.batch, c.m, c.k};
-  std::vector<int64_t> x_strides = flat ? std::vector<int64_t>{c.k + c.x_row_pad, 1} : std::vector<int64_t>{};
-  std::vector<int64_t> out_sizes = x_sizes;
-  out_sizes.back() = c.n;
+  std::vector<int64_t> x_strides = flat ? std::vector<int64_t>{c.k + c.x_row_pad, 1}
+                                        : std::vector<int64_t>{c.m * (c.k + c.x_row_pad), c.k + c.x_row_pad, 1};
   const TestTensor x = random_tensor(d, t, x_sizes, x_strides, 0, {c.seed, 1.0});
   const TestTensor w = random_tensor(d, t, {c.n, c.k}, {}, 0, {c.seed + 1, 1.0 / std::sqrt(double(c.k))});
   const TestTensor b = random_tensor(d, t, {c.n}, {}, 0, {c.seed + 2, 0.5});
-  const TestTensor out = poisoned_tensor(d, t, out_sizes, 0xFF);
-  linear_gelu_tanh(x.view, w.view, c.bias ? &b.view : nullptr, out.view);
+  // The destination buffer [batches, rows_total, n], all ones-bytes; out is its rows [before, before + m).
+  const TestTensor buffer = poisoned_tensor(d, t, {batches, rows_total, c.n}, 0xFF);
+  std::vector<int64_t> out_sizes = x_sizes;
+  out_sizes.back() = c.n;
+  std::vector<int64_t> out_strides = flat ? std::vector<int64_t>{c.n, 1} : std::vector<int64_t>{rows_total * c.n, c.n, 1};
+  const TensorView out(static_cast<char*>(buffer.view.data()) + c.out_rows_before * c.n * int64_t(dtype_size(t)), t,
+                       out_sizes.data(), out_strides.data(), int(out_sizes.size()), d);
+  const TensorView* bias = c.bias ? &b.view : nullptr;
+  if (c.op == LinearOp::linear_gelu_tanh)
+    linear_gelu_tanh(x.view, w.view, bias, out);
+  else
+    qkv_projection_into(x.view, w.view, bias, out);
 
-  const std::vector<double> xs = values(x.view), ws = values(w.view), bs = values(b.view), got = values(out.view);
-  int64_t bad = 0;
+  const std::vector<double> xs = values(x.view), ws = values(w.view), bs = values(b.view);
+  const std::vector<uint8_t> all = gather_bytes(buffer.view);
+  int64_t bad = 0, untouched_written = 0;
   std::string worst;
   double worst_excess = 0;
-  for (int64_t m = 0; m < rows; ++m) {
-    for (int64_t n = 0; n < c.n; ++n) {
-      float h = 0.0f;
-      for (int64_t k = 0; k < c.k; ++k) h += float(xs[size_t(m * c.k + k)]) * float(ws[size_t(n * c.k + k)]);
-      if (c.bias) h += float(bs[size_t(n)]);
-      const double eager = round_to(t, gelu_tanh(round_to(t, h)));
-      const double fused = got[size_t(m * c.n + n)];
-      const double bound = std::ldexp(std::fabs(eager), -7) + std::ldexp(std::fabs(double(h)), -8);
-      const double excess = std::fabs(fused - eager) - bound;
-      if (!(excess <= 0)) {
-        ++bad;
-        if (!(excess <= worst_excess)) {
-          worst_excess = excess;
-          worst = "out[" + std::to_string(m) + ", " + std::to_string(n) + "] = " + std::to_string(fused) +
-                  ", eager " + std::to_string(eager) + ", h " + std::to_string(h);
+  for (int64_t bt = 0; bt < batches; ++bt) {
+    for (int64_t r = 0; r < rows_total; ++r) {
+      const bool in_out = r >= c.out_rows_before && r < c.out_rows_before + c.m;
+      for (int64_t n = 0; n < c.n; ++n) {
+        const int64_t flat_index = (bt * rows_total + r) * c.n + n;
+        if (!in_out) {
+          untouched_written += all[size_t(flat_index) * 2] != 0xFF || all[size_t(flat_index) * 2 + 1] != 0xFF;
+          continue;
+        }
+        const int64_t m = bt * c.m + (r - c.out_rows_before);
+        float h = 0.0f;
+        for (int64_t k = 0; k < c.k; ++k) h += float(xs[size_t(m * c.k + k)]) * float(ws[size_t(n * c.k + k)]);
+        if (c.bias) h += float(bs[size_t(n)]);
+        const float linear = round_to(t, h);
+        const double eager = c.op == LinearOp::linear_gelu_tanh ? round_to(t, gelu_tanh(linear)) : linear;
+        const double fused = load_as_double(all.data(), t, flat_index);
+        const double bound = std::ldexp(std::fabs(eager), -7) + std::ldexp(std::fabs(double(h)), -8);
+        const double excess = std::fabs(fused - eager) - bound;
+        if (!(excess <= 0)) {
+          ++bad;
+          if (!(excess <= worst_excess)) {
+            worst_excess = excess;
+            worst = "out[" + std::to_string(bt) + ", " + std::to_string(r - c.out_rows_before) + ", " +
+                    std::to_string(n) + "] = " + std::to_string(fused) + ", eager " + std::to_string(eager) + ", h " +
+                    std::to_string(h);
+          }
         }
       }
     }
   }
-  if (bad == 0) return "";
-  return std::to_string(bad) + " of " + std::to_string(rows * c.n) + " elements outside the bound; worst " + worst;
+  std::string problems;
+  if (bad > 0)
+    problems = std::to_string(bad) + " of " + std::to_string(batches * c.m * c.n) +
+               " elements outside the bound; worst " + worst;
+  if (untouched_written > 0)
+    problems += (problems.empty() ? "" : "; ") + std::to_string(untouched_written) + " elements outside out written";
+  return problems;
 }
 
 }  // namespace dfuse::test

@@ -1,4 +1,4 @@
-// linear_gelu_tanh on the host: the reference arithmetic under the close bound, and every guard.
+// The GEMM-epilogue ops on the host: the reference arithmetic under the close bound, and every guard.
 #include <gtest/gtest.h>
 
 #include "common/gemm_cases.h"
@@ -13,22 +13,23 @@ const Device kHost = Device::host();
 
 class GemmHost : public ::testing::TestWithParam<DType> {};
 
-TEST_P(GemmHost, LinearGeluTanhWithinBoundOfEagerChain) {
-  for (const LinearGeluCase& c : {LinearGeluCase{.batch = 2, .m = 7, .n = 24, .k = 40},
-                                  LinearGeluCase{.batch = 0, .m = 5, .n = 16, .k = 64, .x_row_pad = 8},
-                                  LinearGeluCase{.batch = 1, .m = 3, .n = 40, .k = 256, .bias = false},
-                                  LinearGeluCase{.batch = 3, .m = 1, .n = 8, .k = 8, .seed = 9}})
-    EXPECT_EQ(check_linear_gelu_tanh(kHost, GetParam(), c), "") << "m " << c.m << " n " << c.n << " k " << c.k;
+TEST_P(GemmHost, OpsWithinBoundOfEagerChain) {
+  for (LinearOp op : {LinearOp::linear_gelu_tanh, LinearOp::qkv_projection_into})
+    for (const LinearCase& c : linear_cases(op, false))
+      EXPECT_EQ(check_linear_op(kHost, GetParam(), c), "")
+          << "op " << int(op) << " batch " << c.batch << " m " << c.m << " n " << c.n << " k " << c.k;
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GemmHost, ::testing::Values(DType::bf16, DType::f16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// The guard that refuses, by name.
+// The refusal of both ops (they share their guards), returned from linear_gelu_tanh.
 std::string refusal(const TensorView& x, const TensorView& w, const TensorView* b, const TensorView& out) {
-  std::string why;
+  std::string why, why_qkv;
   EXPECT_FALSE(can_use_linear_gelu_tanh(x, w, b, out, &why));
+  EXPECT_FALSE(can_use_qkv_projection_into(x, w, b, out, &why_qkv));
   EXPECT_THROW(linear_gelu_tanh(x, w, b, out), Unsupported);
+  EXPECT_THROW(qkv_projection_into(x, w, b, out), Unsupported);
   return why;
 }
 
@@ -39,6 +40,7 @@ TEST(GemmHostGuards, EveryRefusalSaysWhy) {
   const TestTensor b = random_tensor(kHost, t, {8});
   const TestTensor out = poisoned_tensor(kHost, t, {2, 3, 8}, 0xFF);
   EXPECT_TRUE(can_use_linear_gelu_tanh(x.view, w.view, &b.view, out.view));
+  EXPECT_TRUE(can_use_qkv_projection_into(x.view, w.view, &b.view, out.view));
 
   const TestTensor x32 = random_tensor(kHost, DType::f32, {2, 3, 16});
   EXPECT_NE(refusal(x32.view, w.view, &b.view, out.view).find("got f32"), std::string::npos);
@@ -48,12 +50,19 @@ TEST(GemmHostGuards, EveryRefusalSaysWhy) {
   EXPECT_NE(refusal(x.view, w.view, &b_wrong.view, out.view).find("bias"), std::string::npos);
   const TestTensor out_wrong = poisoned_tensor(kHost, t, {2, 3, 9}, 0xFF);
   EXPECT_NE(refusal(x.view, w.view, &b.view, out_wrong.view).find("out"), std::string::npos);
-  // x [2, 3, 16] viewed with batch stride 64 (rows of different batches are not evenly spaced).
-  const TestTensor x_gapped = random_tensor(kHost, t, {2, 3, 16}, {64, 16, 1});
-  EXPECT_NE(refusal(x_gapped.view, w.view, &b.view, out.view).find("collapse"), std::string::npos);
-  const TestTensor x_overlap = random_tensor(kHost, t, {3, 16}, {8, 1});
+  // Batches of x that overlap: batch stride 16 < 3 rows of 16.
+  const TestTensor x_batches_overlap = random_tensor(kHost, t, {2, 3, 16}, {16, 16, 1});
+  EXPECT_NE(refusal(x_batches_overlap.view, w.view, &b.view, out.view).find("overlap"), std::string::npos);
+  const TestTensor x_rows_overlap = random_tensor(kHost, t, {3, 16}, {8, 1});
   const TestTensor out2 = poisoned_tensor(kHost, t, {3, 8}, 0xFF);
-  EXPECT_NE(refusal(x_overlap.view, w.view, &b.view, out2.view).find("overlap"), std::string::npos);
+  EXPECT_NE(refusal(x_rows_overlap.view, w.view, &b.view, out2.view).find("overlap"), std::string::npos);
+  const TestTensor out_rows_overlap = poisoned_tensor(kHost, t, {3, 8}, 0xFF);
+  const int64_t sizes[] = {3, 8}, strides[] = {4, 1};
+  const TensorView out_overlapping(out_rows_overlap.view.data(), t, sizes, strides, 2, kHost);
+  const TestTensor x2 = random_tensor(kHost, t, {3, 16});
+  EXPECT_NE(refusal(x2.view, w.view, &b.view, out_overlapping).find("overlap"), std::string::npos);
+  const TestTensor w_rows_overlap = random_tensor(kHost, t, {8, 16}, {4, 1});
+  EXPECT_NE(refusal(x.view, w_rows_overlap.view, &b.view, out.view).find("overlap"), std::string::npos);
   const TestTensor x_empty_k = random_tensor(kHost, t, {3, 0});
   const TestTensor w_empty_k = random_tensor(kHost, t, {8, 0});
   EXPECT_NE(refusal(x_empty_k.view, w_empty_k.view, &b.view, out2.view).find("K = 0"), std::string::npos);

@@ -1,10 +1,26 @@
-// dfuse ops, GEMM-epilogue family: elementwise chains folded into the epilogue of the GEMM that
-// produces their input, so that the GEMM's output never makes an HBM round trip.
+// dfuse ops, GEMM-epilogue family: linear layers whose consumers are folded into the GEMM, so
+// that the GEMM's output makes no extra HBM round trip. On CUDA each is one cuBLASLt matmul.
 //
 // Every op is a pair: can_use_<op>(...) answers for exactly the inputs the kernel accepts (and,
 // given `why`, says which guard failed), and <op>(...) re-checks and throws dfuse::Unsupported
 // naming the failed guard. The backend is chosen by the device of the tensors. Outputs are
 // caller-owned.
+//
+// Contract of the family: close, tier extra-high (mounted only when a request's quality allows).
+// cuBLASLt may sum the K products in another order than the eager GEMM, and the fused epilogue
+// skips the eager chain's rounding of the linear's output. Bound, per element, with
+// h = x @ weight^T + bias in fp32: |out - eager| <= 2^-7 * |eager| + 2^-8 * |h|. (bf16 rounding
+// moves h by up to 2^-9 |h|; GELU's slope is below 1.13; each result is rounded once more.)
+// Measured errors: docs/BENCHMARKS.md.
+//
+// Operands of every op:
+//   x:      [M, K] or [B, S, K], bf16 or f16, last dim contiguous, rows and batches at any
+//           non-overlapping strides
+//   weight: [N, K], x's dtype, last dim contiguous, row stride >= K
+//   bias:   [N], x's dtype, contiguous; null for none
+//   out:    x's outer dims with last dim N, x's dtype, last dim contiguous, rows and batches at
+//           any non-overlapping strides (rows of a larger buffer), not overlapping the inputs
+// On CUDA, pointers and row/batch strides are 16-byte aligned (multiples of 8 elements).
 #pragma once
 
 #include <string>
@@ -15,21 +31,20 @@
 namespace dfuse {
 
 // diffusion.linear_gelu_tanh: out = gelu_tanh(x @ weight^T + bias), the FFN up-projection of
-// FLUX-style MLPs (`F.gelu(F.linear(x, weight, bias), approximate="tanh")`).
-// Contract: close, tier extra-high. The accumulation, the bias add and the GELU stay in fp32 and
-// round to the storage dtype once, where the eager chain rounds the linear's output first; on
-// CUDA the GELU is cuBLASLt's epilogue. Bound, per element, with h = x @ weight^T + bias in fp32
-// (tested; measured errors in docs/BENCHMARKS.md): |out - eager| <= 2^-7 * |eager| + 2^-8 * |h|.
-// (The eager chain's rounding of h moves GELU's argument by up to 2^-9 |h| in bf16; GELU's slope
-// is below 1.13; each result is rounded once more.)
-//   x:      [..., K], rank 2..3, bf16 or f16, rows dense (outer dims collapse to M rows of K)
-//   weight: [N, K], x's dtype, rows dense, row stride >= K
-//   bias:   [N], x's dtype, contiguous; null for none
-//   out:    [..., N] (x's outer dims), x's dtype, contiguous, not overlapping the inputs
-// On CUDA, pointers and row strides are 16-byte aligned.
+// FLUX-style MLPs (`F.gelu(F.linear(x, weight, bias), approximate="tanh")`), bias and GELU in
+// the GEMM epilogue.
 bool can_use_linear_gelu_tanh(const TensorView& x, const TensorView& weight, const TensorView* bias,
                               const TensorView& out, std::string* why = nullptr);
 void linear_gelu_tanh(const TensorView& x, const TensorView& weight, const TensorView* bias, const TensorView& out,
                       Stream stream = {});
+
+// diffusion.qkv_projection_into: out = x @ weight^T + bias into rows of a larger buffer. Qwen-Image's
+// added Q/K/V projections as one GEMM of the concatenated [3D, D] weight, written straight into
+// the text rows of the joint [B, S_txt + S_img, 3D] QKV buffer (the image projection likewise into
+// the image rows), in place of three linears per stream and the joint torch.cat.
+bool can_use_qkv_projection_into(const TensorView& x, const TensorView& weight, const TensorView* bias,
+                                 const TensorView& out, std::string* why = nullptr);
+void qkv_projection_into(const TensorView& x, const TensorView& weight, const TensorView* bias, const TensorView& out,
+                         Stream stream = {});
 
 }  // namespace dfuse

@@ -1,10 +1,13 @@
 // torch.ops.dfuse, GEMM-epilogue family (a fragment of the library torch_ops.cpp defines):
-//   linear_gelu_tanh(x, weight, bias=None)
+//   linear_gelu_tanh(x, weight, bias=None) -> out
 //     F.gelu(F.linear(x, weight, bias), approximate="tanh") with the bias and the GELU in the
-//     cuBLASLt epilogue. Contract: close (bound in dfuse/ops/gemm.h); tier extra-high, so model
-//     code calls it only when the request's quality allows. CUDA inputs the kernel does not accept
-//     (dfuse::can_use_linear_gelu_tanh), and CPU inputs (the host kernel is a reference loop, not a
-//     CPU GEMM), run the aten chain.
+//     cuBLASLt epilogue.
+//   qkv_projection_into(x, weight, bias, out) -> ()
+//     out.copy_(F.linear(x, weight, bias)) as one GEMM writing into out, a view of rows of a larger
+//     buffer: Qwen-Image's added Q/K/V projections (concatenated weight) into the joint QKV buffer.
+// Contract of both: close (bound in dfuse/ops/gemm.h); tier extra-high, so model code calls them
+// only when the request's quality allows. CUDA inputs the kernels do not accept, and CPU inputs
+// (the host kernels are reference loops, not a CPU GEMM), run the aten chain.
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -44,6 +47,22 @@ at::Tensor linear_gelu_tanh(const at::Tensor& x, const at::Tensor& weight, const
   return out;
 }
 
+void qkv_projection_into(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                         at::Tensor& out) {
+  const auto chain = [&] { out.copy_(at::linear(x, weight, bias)); };
+  if (!x.is_cuda()) return chain();
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  const auto vx = input_view(x), vw = input_view(weight), vout = view_of(out, out.mutable_data_ptr());
+  const auto vb = bias ? input_view(*bias) : std::nullopt;
+  if (!vx || !vw || !vout || (bias && !vb) ||
+      !dfuse::can_use_qkv_projection_into(*vx, *vw, bias ? &*vb : nullptr, *vout))
+    return chain();
+  run_kernel("qkv_projection_into",
+             [&] { dfuse::qkv_projection_into(*vx, *vw, bias ? &*vb : nullptr, *vout, stream_of(x)); });
+}
+
+void qkv_projection_into_meta(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::Tensor&) {}
+
 at::Tensor linear_gelu_tanh_meta(const at::Tensor& x, const at::Tensor& weight, const std::optional<at::Tensor>&) {
   TORCH_CHECK(x.dim() >= 1 && weight.dim() == 2, "dfuse linear_gelu_tanh: x must be [..., K] and weight [N, K]");
   c10::SymDimVector shape(x.sym_sizes().begin(), x.sym_sizes().end());
@@ -55,8 +74,20 @@ at::Tensor linear_gelu_tanh_meta(const at::Tensor& x, const at::Tensor& weight, 
 
 TORCH_LIBRARY_FRAGMENT(dfuse, m) {
   m.def("linear_gelu_tanh(Tensor x, Tensor weight, Tensor? bias=None) -> Tensor", {at::Tag::pt2_compliant_tag});
+  m.def("qkv_projection_into(Tensor x, Tensor weight, Tensor? bias, Tensor(a!) out) -> ()",
+        {at::Tag::pt2_compliant_tag});
 }
 
-TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { m.impl("linear_gelu_tanh", &linear_gelu_tanh); }
-TORCH_LIBRARY_IMPL(dfuse, CPU, m) { m.impl("linear_gelu_tanh", &linear_gelu_tanh); }
-TORCH_LIBRARY_IMPL(dfuse, Meta, m) { m.impl("linear_gelu_tanh", &linear_gelu_tanh_meta); }
+namespace {
+void register_device_impls(torch::Library& m) {
+  m.impl("linear_gelu_tanh", &linear_gelu_tanh);
+  m.impl("qkv_projection_into", &qkv_projection_into);
+}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
+  m.impl("linear_gelu_tanh", &linear_gelu_tanh_meta);
+  m.impl("qkv_projection_into", &qkv_projection_into_meta);
+}

@@ -43,11 +43,12 @@ varlen_pack_segmented_qkv = torch.ops.dfuse.varlen_pack_segmented_qkv  # the sam
 varlen_scatter_to_padded = torch.ops.dfuse.varlen_scatter_to_padded  # packed rows back to [B, S, H, D]
 group_limited_topk = torch.ops.dfuse.group_limited_topk  # LingBot Video expert selection (id sets)
 linear_gelu_tanh = torch.ops.dfuse.linear_gelu_tanh  # F.gelu(F.linear(x, w, b), approximate="tanh"), close, extra-high
+qkv_projection_into = torch.ops.dfuse.qkv_projection_into  # out.copy_(F.linear(x, w, b)), out rows of the joint QKV buffer
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
 __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
            "joint_qkv_cat", "pack_qkv_destination_major", "varlen_pack_qkv", "varlen_pack_segmented_qkv",
-           "varlen_scatter_to_padded", "group_limited_topk", "linear_gelu_tanh", "gate_report",
+           "varlen_scatter_to_padded", "group_limited_topk", "linear_gelu_tanh", "qkv_projection_into", "gate_report",
            "op_counters", "gate_reset", "library_path"]

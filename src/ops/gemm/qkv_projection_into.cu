@@ -1,0 +1,10 @@
+// diffusion.qkv_projection_into: the CUDA entry is the family's cuBLASLt matmul (cuda/cublaslt_linear.cu); the
+// epilogue comes with the parameters.
+#include "common/entries.h"
+#include "ops/gemm/linear.h"
+
+namespace dfuse::detail {
+
+DFUSE_REGISTER_ENTRY(cuda, "qkv_projection_into", &cublaslt_linear);
+
+}  // namespace dfuse::detail
