@@ -4,7 +4,8 @@
 
 Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]; silu_mul with separate and packed gate/up
 inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide; linear_gelu_tanh as
-the FFN up-projection D -> 4D at FLUX.1's shape) it reports the median kernel time from
+the FFN up-projection D -> 4D at FLUX.1's shape; layernorm_modulate / rmsnorm_scale_shift with eps 1e-6 and
+per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] with fp32 tables) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
 over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
@@ -96,6 +97,37 @@ def linear_gelu_inputs(shape):
     return rand(shape, 1.0), rand((4 * d, d), 1 / math.sqrt(d)), rand((4 * d,), 0.5)
 
 
+EPS = 1e-6
+
+
+def layernorm_modulate_chain(x, scale, shift):
+    return F.layer_norm(x, (x.shape[-1],), eps=EPS) * (1 + scale) + shift
+
+
+def rmsnorm_scale_shift_chain(x, weight, scale, shift):
+    return F.rms_norm(x, (x.shape[-1],), weight, EPS) * (1 + scale) + shift
+
+
+def rmsnorm_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 3.0), rand((d,), 1.0), rand((b, 1, d), 0.5), rand((b, 1, d), 1.0)
+
+
+def rope_chain(x, cos, sin):
+    """diffusers apply_rotary_emb(use_real=True, use_real_unbind_dim=-2) on x [B, S, H, D], with fp32 tables
+    already broadcast as [1, S, 1, D]."""
+    x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)
+    x_rotated = torch.cat([-x_imag, x_real], dim=-1)
+    return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+
+
+def rope_inputs(shape):
+    """q of a [B, S, H * 128] projection as [B, S, H, 128], with fp32 cos/sin tables [1, S, 1, 128]."""
+    b, s, d = shape
+    angles = torch.rand((1, s, 1, 128), device="cuda") * 6.28
+    return rand((b, s, d // 128, 128), 1.0), angles.cos(), angles.sin()
+
+
 def bitwise_equal(out, ref):
     return bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
 
@@ -116,12 +148,16 @@ OPS = {
     "silu_mul packed": Op(dt.silu_mul, silu_mul_chain, silu_mul_packed_inputs),
     "bias_silu": Op(dt.bias_silu, bias_silu_chain, bias_silu_inputs),
     "bias_glu": Op(dt.bias_glu, bias_glu_chain, bias_glu_inputs),
+    "layernorm_modulate": Op(dt.layernorm_modulate, layernorm_modulate_chain, modulate_inputs),
+    "rmsnorm_scale_shift": Op(dt.rmsnorm_scale_shift, rmsnorm_scale_shift_chain, rmsnorm_inputs),
+    "rope_rotate_half": Op(dt.rope_rotate_half, rope_chain, rope_inputs),
     # A GEMM: its GB/s column is not a roofline; its time is.
     "linear_gelu_tanh": Op(dt.linear_gelu_tanh, linear_gelu_chain, linear_gelu_inputs, within_linear_gelu_bound,
                            {"FLUX.1": SHAPES["FLUX.1"]}),
 }
 # Ops that run through the first-sight Gate, which counts their fused calls.
-GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu"}
+GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "layernorm_modulate",
+         "rmsnorm_scale_shift", "rope_rotate_half"}
 
 
 def nbytes(t):

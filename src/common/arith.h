@@ -50,6 +50,37 @@ DFUSE_HD float fma_rn(float a, float b, float c) {
 #endif
 }
 
+// Double-precision IEEE operations (aten's opmath for fp64 tensors), and the double -> float
+// round to nearest even that aten's copy_ applies before narrowing further to bf16/f16.
+DFUSE_HD double dadd_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+DFUSE_HD double dsub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+DFUSE_HD double dmul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+DFUSE_HD float double_to_float_rn(double v) {
+#if defined(__CUDA_ARCH__)
+  return __double2float_rn(v);
+#else
+  return float(v);
+#endif
+}
+
 // exp in float: the CUDA math library's expf (libdevice, as aten calls it) on the device, the C++
 // library's on the host. The two agree on most but not all inputs, so a host result that uses
 // it is bit-exact against the host eager replicas only.
@@ -58,6 +89,18 @@ DFUSE_HD float exp_f(float x) {
   return expf(x);
 #else
   return std::exp(x);
+#endif
+}
+
+// rsqrt in float: the CUDA math library's rsqrtf on the device (MUFU.RSQ, not correctly rounded;
+// what aten's LayerNorm/RMSNorm call), on the host the correctly rounded value (computed in double).
+// The two differ on many inputs, so a host result that uses it is bit-exact against the host eager
+// replicas only.
+DFUSE_HD float rsqrt_f(float x) {
+#if defined(__CUDA_ARCH__)
+  return rsqrtf(x);
+#else
+  return float(1.0 / std::sqrt(double(x)));
 #endif
 }
 

@@ -51,6 +51,60 @@ void register_adaln(Registry& r) {
                            .family = "adaln",
                            .description = "gated residual; gate per batch [B,1,D], per token [B,S,1] or full",
                        });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.temb_table_slices",
+                           .symbol = "temb_table_slices",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "(scale_shift_table + temb.float()).chunk(6, dim=2)",
+                           .models = {"Wan 2.1", "Wan 2.2"},
+                           .family = "adaln",
+                           .description = "fp32 table [1,6,D] + temb [B,6,D] or per token [B,S,6,D] (dtype "
+                                          "listed) as six dense fp32 slices in one pass",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.ltx2_ada_values",
+                           .symbol = "ltx2_ada_values",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "(table[None, None].to(timestep.dtype) + "
+                                       "timestep.reshape(B, T, n, D)).unbind(2)",
+                           .models = {"LTX-2"},
+                           .family = "adaln",
+                           .description = "n-way (9 with cross-attention adaLN) ada value split as n dense slices",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.scaled_residual_bf16",
+                           .symbol = "scaled_residual_bf16",
+                           .capabilities = {.dtypes = {DType::bf16},
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous |
+                                                       layout_broadcast},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "(x.float() + y * gate).type_as(x)",
+                           .models = {"LingBot World"},
+                           .family = "adaln",
+                           .description = "spec's try_fused_scaled_residual_bf16: bf16 residual, fp32 gate per "
+                                          "frame [B,F,1,D], per batch or per token",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.timestep_embedding",
+                           .symbol = "timestep_embedding",
+                           .capabilities = {.dtypes = {DType::f32, DType::bf16, DType::f16, DType::i64},
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "get_timestep_embedding(timesteps, dim, flip_sin_to_cos, "
+                                       "downscale_freq_shift, scale, max_period)",
+                           .models = {"FLUX.1", "SD3", "Wan 2.1", "LTX-2"},
+                           .family = "adaln",
+                           .description = "sinusoidal timestep embedding, fp32 [N, dim]; within "
+                                          "2^-20 * max(1, |scale * t|) of torch's fp32 chain",
+                       });
 }
 
 void register_activation(Registry& r) {
@@ -197,6 +251,224 @@ void register_gemm(Registry& r) {
                        });
 }
 
+// LayerNorm ops of the normalization family ("norm").
+void register_layernorm(Registry& r) {
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.layernorm_modulate",
+                           .symbol = "layernorm_modulate",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous |
+                                                       layout_broadcast},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift",
+                           .models = {"FLUX.1", "FLUX.2", "Wan 2.1", "GLM-Image", "Sana"},
+                           .family = "norm",
+                           .description = "affine-free LayerNorm + adaLN modulate in one pass; aten's "
+                                          "vectorized or generic LayerNorm path as torch picks it; scale/shift "
+                                          "per batch, per token, strided chunk(6) slices",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qk_head_layernorm",
+                           .symbol = "qk_head_layernorm",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "F.layer_norm(q, (Dh,), q_weight, q_bias, eps); "
+                                       "F.layer_norm(k, (Dh,), k_weight, k_bias, eps)",
+                           .models = {"GLM-Image"},
+                           .family = "norm",
+                           .description = "per-head LayerNorm of q and k in one launch, one warp per head in "
+                                          "aten's block reduction order; views of a packed projection",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.layernorm_folded_modulate",
+                           .symbol = "layernorm_folded_modulate",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous |
+                                                       layout_broadcast},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift",
+                           .models = {"FLUX.1", "FLUX.2", "Sana"},
+                           .family = "norm",
+                           .description = "request-gated: F.layer_norm(x, (D,), weight=1 + scale, bias=shift, eps) "
+                                          "in one pass; |out - chain| <= 4u(|n(1 + scale)| + |shift|); one "
+                                          "scale/shift row (B == 1)",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.fp32_layernorm_bf16",
+                           .symbol = "fp32_layernorm_bf16",
+                           .capabilities = {.dtypes = {DType::bf16, DType::f16},
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "F.layer_norm(x.float(), (D,), weight, bias, eps).to(x.dtype)",
+                           .models = {"LingBot World"},
+                           .family = "norm",
+                           .description = "FP32LayerNorm of a bf16/f16 activation with f32 weight/bias, no fp32 "
+                                          "intermediate in memory (the spec's try_fused_fp32_layernorm_bf16)",
+                       });
+}
+
+// RMSNorm ops of the normalization family ("norm"), one spec per eager RMSNorm chain they match.
+void register_rmsnorm(Registry& r) {
+  const auto layouts = layout_contiguous | layout_last_dim_contiguous | layout_broadcast;
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_scale_shift",
+                           .symbol = "rmsnorm_scale_shift",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "F.rms_norm(x, (D,), weight, eps) * (1 + scale) + shift",
+                           .models = {"LTX-2", "ERNIE-Image", "LingBot Video", "Wan 2.1"},
+                           .family = "norm",
+                           .description = "F.rms_norm (aten's vectorized or generic path as torch picks it) + "
+                                          "adaLN modulate in one pass; scale/shift per batch, per token, strided "
+                                          "chunk(6) slices; D <= 8192",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_decomposed_scale_shift",
+                           .symbol = "rmsnorm_decomposed_scale_shift",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "v = x.float().pow(2).mean(-1, keepdim=True); "
+                                       "h = (x.float() * torch.rsqrt(v + eps)).to(dtype) * weight; "
+                                       "h * (1 + scale) + shift",
+                           .models = {"LTX-2", "ERNIE-Image"},
+                           .family = "norm",
+                           .description = "diffusers RMSNorm module (mean in Reduce.cuh's order for the row "
+                                          "count) + adaLN modulate in one pass; D <= 8192",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qk_rmsnorm_native",
+                           .symbol = "qk_rmsnorm_native",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts | layout_strided},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "attn.norm_q(query), attn.norm_k(key) with diffusers RMSNorm(head_dim)",
+                           .models = {"FLUX.1", "FLUX.2", "Qwen-Image", "HunyuanVideo"},
+                           .family = "norm",
+                           .description = "per-head QK RMSNorm (diffusers decomposed chain) of q and k in one "
+                                          "launch, a warp per row; q/k strided views of a packed QKV "
+                                          "projection; head dim 128..512 (multiple of 128), >= 16 rows",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qk_rmsnorm",
+                           .symbol = "qk_rmsnorm",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts | layout_strided},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "F.rms_norm(q, (Dh,), q_weight, eps), F.rms_norm(k, (Dh,), k_weight, eps)",
+                           .models = {"Wan 2.1", "LTX-2"},
+                           .family = "norm",
+                           .description = "per-head QK RMSNorm (torch.nn.RMSNorm, aten's vectorized path) of q "
+                                          "and k in one launch, a warp per row; head dim 128..512 (multiple of 128)",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qk_rmsnorm_storage_dtype",
+                           .symbol = "qk_rmsnorm_storage_dtype",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts | layout_strided},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "norm_q(q), norm_k(k) with Z-Image's RMSNorm: x * torch.rsqrt(x.pow(2)"
+                                       ".mean(-1, keepdim=True) + eps) * weight in x's dtype",
+                           .models = {"Z-Image"},
+                           .family = "norm",
+                           .description = "per-head QK RMSNorm with storage-dtype (bf16-native) statistics of q "
+                                          "and k in one launch, a warp per row; head dim 128",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_scale",
+                           .symbol = "rmsnorm_scale",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight * scale "
+                                       "(every op in x's dtype)",
+                           .models = {"Z-Image"},
+                           .family = "norm",
+                           .description = "RMSNorm with storage-dtype (bf16-native) statistics times a scale, one "
+                                          "pass; D <= 8192",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_tanh_residual",
+                           .symbol = "rmsnorm_tanh_residual",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "residual + torch.tanh(gate) * RMSNorm(y), RMSNorm(y) = y * torch.rsqrt("
+                                       "y.pow(2).mean(-1, keepdim=True) + eps) * weight (every op in y's dtype)",
+                           .models = {"Z-Image"},
+                           .family = "norm",
+                           .description = "gated residual after an RMSNorm with storage-dtype (bf16-native) "
+                                          "statistics, one pass; D <= 8192",
+                       });
+}
+
+// RoPE ops of the rope family.
+void register_rope(Registry& r) {
+  const auto layouts = layout_contiguous | layout_last_dim_contiguous | layout_broadcast;
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rope_rotate_half",
+                           .symbol = "rope_rotate_half",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "x1, x2 = x[..., :R].chunk(2, -1); cat([-x2, x1]); "
+                                       "(x.float() * cos + x_rot.float() * sin).to(x.dtype) or x * cos + "
+                                       "x_rot * sin in x's dtype; cat([y, x[..., R:]])",
+                           .models = {"ERNIE-Image", "Ideogram 4", "CogView4", "Cosmos", "Stable Audio"},
+                           .family = "rope",
+                           .description = "rotate-half RoPE over the first R channels of each head, tail "
+                                          "copied; x [B, S, H, D] or [B, H, S, D] incl. packed-QKV views, "
+                                          "cos/sin [S, R] broadcast over heads, fp32 or x's dtype",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rope_interleaved_pairs",
+                           .symbol = "rope_interleaved_pairs",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1); "
+                                       "x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3); "
+                                       "(x.float() * cos + x_rotated.float() * sin).to(x.dtype)",
+                           .models = {"FLUX.1", "FLUX.2", "HunyuanVideo", "LTX-Video", "CogVideoX"},
+                           .family = "rope",
+                           .description = "diffusers apply_rotary_emb(use_real_unbind_dim=-1): RoPE over "
+                                          "adjacent pairs, x [B, H, S, D] or [B, S, H, D] incl. packed-QKV "
+                                          "views, cos/sin [S, D] fp32 (or x's dtype) broadcast over heads",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.interleaved_rope_fp64",
+                           .symbol = "interleaved_rope_fp64",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "out[..., 0::2] = x1 * cos - x2 * sin; out[..., 1::2] = x1 * sin + "
+                                       "x2 * cos with fp64 tables, for q and k",
+                           .models = {"SANA-Video"},
+                           .family = "rope",
+                           .description = "paired Q/K interleaved-pair RoPE with fp64 cos/sin tables "
+                                          "[1, S, 1, D]; fp64 math, stored double -> float -> dtype",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.fused_inplace_qknorm_rope",
+                           .symbol = "fused_inplace_qknorm_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "q = norm_q(q); k = norm_k(k) (F.rms_norm or diffusers RMSNorm), then "
+                                       "the rope_rotate_half chain on each, in place",
+                           .models = {"ERNIE-Image", "Cosmos3", "Krea2", "MiniMax-H3"},
+                           .family = "rope",
+                           .description = "exact form (norm rounded before RoPE): per-head QK RMSNorm + "
+                                          "rotate-half RoPE in place, D 128 or 256, one warp per head",
+                       });
+}
+
 }  // namespace
 
 void register_inventory(Registry& r) {
@@ -205,6 +477,9 @@ void register_inventory(Registry& r) {
   register_data_movement(r);
   register_routing(r);
   register_gemm(r);
+  register_layernorm(r);
+  register_rmsnorm(r);
+  register_rope(r);
 }
 
 }  // namespace dfuse

@@ -71,10 +71,10 @@ struct RotatingSets {
 };
 
 RotatingSets make_sets(const Case& c, Device device, int64_t rotate_bytes, uint64_t seed) {
-  const size_t element_bytes = dtype_size(c.dtype);
   const size_t out_bytes = size_t(c.out_numel()) * dtype_size(c.output_dtype());
   int64_t set_bytes = int64_t(out_bytes);
-  for (const auto& operand : c.inputs) set_bytes += operand.storage_elements * int64_t(element_bytes);
+  for (const auto& operand : c.inputs)
+    set_bytes += operand.storage_elements * int64_t(dtype_size(operand.dtype_in(c.dtype)));
   const int64_t count = std::max<int64_t>(1, (rotate_bytes + set_bytes - 1) / set_bytes);
 
   Runtime& rt = runtime(device);

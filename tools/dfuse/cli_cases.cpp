@@ -41,9 +41,10 @@ int64_t Case::out_numel() const {
 }
 
 int64_t Case::min_bytes() const {
-  int64_t input_elements = 0;
-  for (const auto& input : inputs) input_elements += input.distinct_elements();
-  return input_elements * int64_t(dtype_size(dtype)) + out_numel() * int64_t(dtype_size(output_dtype()));
+  int64_t input_bytes = 0;
+  for (const auto& input : inputs)
+    input_bytes += input.distinct_elements() * int64_t(dtype_size(input.dtype_in(dtype)));
+  return input_bytes + out_numel() * int64_t(dtype_size(output_dtype()));
 }
 
 std::string shape_str(const std::vector<int64_t>& sizes) {

@@ -28,6 +28,9 @@ struct OperandSpec {
   std::vector<int64_t> strides;  // elements
   int64_t offset = 0;            // elements from the start of the storage to the view
   int64_t storage_elements = 0;
+  std::optional<DType> dtype;    // the operand's dtype when it is not the case's (fp32 / fp64 tables)
+
+  DType dtype_in(DType case_dtype) const { return dtype.value_or(case_dtype); }
 
   int64_t numel() const;
   // Elements at distinct addresses: what a kernel has to read at least once.

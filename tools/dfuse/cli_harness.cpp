@@ -181,7 +181,8 @@ std::vector<TensorView> input_views(const Case& c, const std::vector<DeviceBuffe
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     const OperandSpec& operand = c.inputs[k];
     auto* base = static_cast<unsigned char*>(storage[k].data());
-    views.emplace_back(base + operand.offset * int64_t(dtype_size(c.dtype)), c.dtype, operand.sizes.data(),
+    const DType dtype = operand.dtype_in(c.dtype);
+    views.emplace_back(base + operand.offset * int64_t(dtype_size(dtype)), dtype, operand.sizes.data(),
                        operand.strides.data(), int(operand.sizes.size()), storage[k].device());
   }
   return views;
@@ -196,9 +197,10 @@ DeviceInputs upload_inputs(const Case& c, Device device, uint64_t seed) {
   DeviceInputs inputs;
   Runtime& rt = runtime(device);
   for (size_t k = 0; k < c.inputs.size(); ++k) {
-    const size_t bytes = size_t(c.inputs[k].storage_elements) * dtype_size(c.dtype);
+    const DType dtype = c.inputs[k].dtype_in(c.dtype);
+    const size_t bytes = size_t(c.inputs[k].storage_elements) * dtype_size(dtype);
     auto host = std::make_unique_for_overwrite<unsigned char[]>(bytes);
-    fill_random(host.get(), c.dtype, c.inputs[k].storage_elements, mix(seed + k), c.values);
+    fill_random(host.get(), dtype, c.inputs[k].storage_elements, mix(seed + k), c.values);
     DeviceBuffer buffer(device, bytes);
     rt.copy_to_device(buffer.data(), host.get(), bytes);
     inputs.storage.push_back(std::move(buffer));

@@ -42,4 +42,21 @@ void bias_silu_chain(const TensorView& x, const TensorView& bias, const TensorVi
 void bias_glu_chain(const TensorView& x, const TensorView* bias, const TensorView& out, Workspace& ws,
                     Stream stream = {});
 
+// F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift   (defined in eager/layer_norm_chains.cpp)
+void layernorm_modulate_chain(const TensorView& x, const TensorView& scale, const TensorView& shift, double eps,
+                              const TensorView& out, Workspace& ws, Stream stream = {});
+// q = F.layer_norm(q, (Dh,), q_weight, q_bias, eps); k = F.layer_norm(k, (Dh,), k_weight, k_bias, eps)
+// (weights/biases may be null; defined in eager/layer_norm_chains.cpp)
+void qk_head_layernorm_chain(const TensorView& q, const TensorView& k, const TensorView* q_weight,
+                             const TensorView* q_bias, const TensorView* k_weight, const TensorView* k_bias,
+                             double eps, const TensorView& q_out, const TensorView& k_out, Stream stream = {});
+// F.layer_norm(x, (D,), weight=(1 + scale).reshape(D), bias=shift.reshape(D), eps), scale/shift one
+// row of D (defined in eager/layer_norm_chains.cpp)
+void layernorm_folded_modulate_chain(const TensorView& x, const TensorView& scale, const TensorView& shift,
+                                     double eps, const TensorView& out, Workspace& ws, Stream stream = {});
+// F.layer_norm(x.float(), (D,), weight, bias, eps).to(x.dtype)   (f32 weight/bias, may be null;
+// defined in eager/layer_norm_chains.cpp)
+void fp32_layernorm_chain(const TensorView& x, const TensorView* weight, const TensorView* bias, double eps,
+                          const TensorView& out, Workspace& ws, Stream stream = {});
+
 }  // namespace dfuse::eager

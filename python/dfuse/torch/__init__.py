@@ -42,13 +42,38 @@ varlen_pack_qkv = torch.ops.dfuse.varlen_pack_qkv  # x.reshape(B*S, H, D).index_
 varlen_pack_segmented_qkv = torch.ops.dfuse.varlen_pack_segmented_qkv  # the same on cat([prefix, main], 1)
 varlen_scatter_to_padded = torch.ops.dfuse.varlen_scatter_to_padded  # packed rows back to [B, S, H, D]
 group_limited_topk = torch.ops.dfuse.group_limited_topk  # LingBot Video expert selection (id sets)
+rope_rotate_half = torch.ops.dfuse.rope_rotate_half  # rotate-half RoPE, tail kept (math: fp32_opmath | storage_dtype)
+interleaved_rope_fp64 = torch.ops.dfuse.interleaved_rope_fp64  # SANA-Video paired q/k RoPE, fp64 tables
+fused_inplace_qknorm_rope = torch.ops.dfuse.fused_inplace_qknorm_rope  # QK RMSNorm + rotate-half RoPE, in place
+rope_interleaved_pairs = torch.ops.dfuse.rope_interleaved_pairs  # diffusers apply_rotary_emb(use_real_unbind_dim=-1), FLUX/HunyuanVideo/LTX/CogVideoX
+layernorm_modulate = torch.ops.dfuse.layernorm_modulate  # F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift
+qk_head_layernorm = torch.ops.dfuse.qk_head_layernorm  # F.layer_norm on q and k heads (Dh), one launch
+fp32_layernorm_bf16 = torch.ops.dfuse.fp32_layernorm_bf16  # F.layer_norm(x.float(), ...).to(x.dtype)
+layernorm_folded_modulate = torch.ops.dfuse.layernorm_folded_modulate  # extra-high: F.layer_norm(x, w=1+scale, b=shift)
+temb_table_slices = torch.ops.dfuse.temb_table_slices  # (table + temb.float()).chunk(6, dim=-2), dense slices
+ltx2_ada_values = torch.ops.dfuse.ltx2_ada_values  # LTX-2 (table.to(dtype) + timestep.reshape(B, T, n, D)).unbind(2)
+scaled_residual_bf16 = torch.ops.dfuse.scaled_residual_bf16  # (x.float() + update * gate).type_as(x)
+timestep_embedding = torch.ops.dfuse.timestep_embedding  # diffusers get_timestep_embedding (close contract)
+rmsnorm_scale_shift = torch.ops.dfuse.rmsnorm_scale_shift  # F.rms_norm(x, (D,), weight, eps) * (1 + scale) + shift
+rmsnorm_decomposed_scale_shift = torch.ops.dfuse.rmsnorm_decomposed_scale_shift  # diffusers RMSNorm(x) * (1 + scale) + shift
+qk_rmsnorm_native = torch.ops.dfuse.qk_rmsnorm_native  # (attn.norm_q(q), attn.norm_k(k)), diffusers RMSNorm(head_dim)
+qk_rmsnorm = torch.ops.dfuse.qk_rmsnorm  # (F.rms_norm(q, (Dh,), q_weight, eps), F.rms_norm(k, (Dh,), k_weight, eps))
 linear_gelu_tanh = torch.ops.dfuse.linear_gelu_tanh  # F.gelu(F.linear(x, w, b), approximate="tanh"), close, extra-high
 qkv_projection_into = torch.ops.dfuse.qkv_projection_into  # out.copy_(F.linear(x, w, b)), out rows of the joint QKV buffer
+rmsnorm_scale = torch.ops.dfuse.rmsnorm_scale  # RMSNorm(x) * scale, Z-Image's RMSNorm in x's dtype
+rmsnorm_tanh_residual = torch.ops.dfuse.rmsnorm_tanh_residual  # residual + torch.tanh(gate) * RMSNorm(y)
+qk_rmsnorm_storage_dtype = torch.ops.dfuse.qk_rmsnorm_storage_dtype  # (norm_q(q), norm_k(k)), Z-Image's RMSNorm in q's dtype
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
 __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
            "joint_qkv_cat", "pack_qkv_destination_major", "varlen_pack_qkv", "varlen_pack_segmented_qkv",
-           "varlen_scatter_to_padded", "group_limited_topk", "linear_gelu_tanh", "qkv_projection_into", "gate_report",
+           "varlen_scatter_to_padded", "group_limited_topk", "rope_rotate_half", "interleaved_rope_fp64",
+           "fused_inplace_qknorm_rope", "rope_interleaved_pairs", "layernorm_modulate",
+           "qk_head_layernorm", "fp32_layernorm_bf16",
+           "layernorm_folded_modulate",
+           "temb_table_slices", "ltx2_ada_values", "scaled_residual_bf16", "timestep_embedding", "rmsnorm_scale_shift", "rmsnorm_decomposed_scale_shift", "qk_rmsnorm_native", "qk_rmsnorm",
+           "rmsnorm_scale", "rmsnorm_tanh_residual", "qk_rmsnorm_storage_dtype",
+           "linear_gelu_tanh", "qkv_projection_into", "gate_report",
            "op_counters", "gate_reset", "library_path"]

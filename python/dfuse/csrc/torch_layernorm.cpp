@@ -1,0 +1,304 @@
+// torch.ops.dfuse, LayerNorm ops of the normalization family (a fragment of the library
+// torch_ops.cpp defines):
+//   layernorm_modulate(x, scale, shift, eps=1e-6)
+//     F.layer_norm(x, (x.size(-1),), eps=eps) * (1 + scale) + shift
+//   layernorm_folded_modulate(x, scale, shift, eps=1e-6)     request-gated (quality "extra-high")
+//     F.layer_norm(x, (D,), weight=(1 + scale).reshape(D), bias=shift.reshape(D), eps): close to the
+//     layernorm_modulate chain (not rounded between the norm and the modulate), bit-exact against
+//     this F.layer_norm call, which is its Gate reference; one scale/shift row, else the lossless chain
+//   qk_head_layernorm(q, k, q_weight, q_bias, k_weight, k_bias, eps) -> (q_out, k_out)
+//     F.layer_norm(q, (Dh,), q_weight, q_bias, eps), F.layer_norm(k, (Dh,), k_weight, k_bias, eps)
+//   fp32_layernorm_bf16(x, weight, bias, eps)
+//     F.layer_norm(x.float(), (D,), weight, bias, eps).to(x.dtype)    (diffusers FP32LayerNorm)
+// Contract: bit-exact against the eager chain as model code writes it (at::layer_norm, then mul and
+// add). The fused kernels reproduce the LayerNorm path aten 2.11 takes for each input (vectorized
+// or generic, by the last dim % 4 and the operands' alignment), so every new signature (dtypes, shapes, strides,
+// alignment, eps, device, SM) goes through the first-sight Gate: the first call runs the fused
+// kernel and the chain and compares bits, a mismatch sends the signature to the chain for good.
+// Inputs the kernels do not accept (dfuse::can_use_<op>: mixed dtypes, scale broadcasting x to a
+// larger shape, ...) run the chain. The Meta implementation runs the chain on
+// meta tensors, which gives the chain's exact shape and dtype.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <torch/library.h>
+
+#include <array>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "dfuse/core/error.h"
+#include "dfuse/ops/norm.h"
+#include "dfuse/policy/gate.h"
+#include "tensor_views.h"
+
+namespace {
+
+using dfuse::TensorView;
+using dfuse::torch_binding::input_view;
+using dfuse::torch_binding::stream_of;
+using dfuse::torch_binding::view_of;
+
+// F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift, as model code writes it.
+at::Tensor layernorm_modulate_chain(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
+                                    double eps) {
+  const at::Tensor normalized = at::layer_norm_symint(x, {x.sym_size(-1)}, {}, {}, eps);
+  return at::add(at::mul(normalized, at::add(scale, 1)), shift);
+}
+
+at::ScalarType same_size_integer(const at::Tensor& t) {
+  switch (t.element_size()) {
+    case 1: return at::kByte;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    default: return at::kLong;
+  }
+}
+
+// "" when `out` holds the bits of `reference`, else what differs.
+std::string compare(const at::Tensor& out, const at::Tensor& reference) {
+  if (reference.scalar_type() != out.scalar_type() || reference.sizes() != out.sizes())
+    return "the chain's result has another dtype or shape";
+  const at::ScalarType bits = same_size_integer(out);
+  const at::Tensor ref = reference.contiguous();
+  if (at::equal(out.view(bits), ref.view(bits))) return "";
+  const at::Tensor fused_host = out.cpu(), eager_host = ref.cpu();
+  return dfuse::describe_bitwise_mismatch(fused_host.const_data_ptr(), eager_host.const_data_ptr(),
+                                          *dfuse::torch_binding::dfuse_dtype(out.scalar_type()), fused_host.numel());
+}
+
+// Runs `fused` (writing `outs`) through the first-sight Gate, with `chain` (returning the chain's
+// results, one per output) as the reference and the fallback.
+template <size_t N, typename Fused, typename Chain>
+void gated(const char* op, dfuse::Signature& sig, const std::array<at::Tensor, N>& outs, Fused fused, Chain chain) {
+  bool capturing = false;
+  if (outs[0].is_cuda()) {
+    const cudaDeviceProp* props = at::cuda::getDeviceProperties(outs[0].get_device());
+    sig.set_sm(props->major, props->minor);
+    capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+  }
+  try {
+    dfuse::Gate::global().run(
+        sig, capturing, fused,
+        [&] {
+          const std::array<at::Tensor, N> refs = chain();
+          for (size_t i = 0; i < N; ++i) outs[i].copy_(refs[i]);
+        },
+        [&]() -> std::string {
+          fused();
+          const std::array<at::Tensor, N> refs = chain();
+          for (size_t i = 0; i < N; ++i)
+            if (std::string m = compare(outs[i], refs[i]); !m.empty())
+              return N > 1 ? "output " + std::to_string(i) + ": " + m : m;
+          return "";
+        });
+  } catch (const dfuse::Error& e) {
+    TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
+  }
+}
+
+at::Tensor layernorm_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift, double eps) {
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  const auto vx = input_view(x), vscale = input_view(scale), vshift = input_view(shift);
+  if (!vx || !vscale || !vshift || x.dim() == 0 || scale.scalar_type() != x.scalar_type() ||
+      shift.scalar_type() != x.scalar_type() || scale.device() != x.device() || shift.device() != x.device())
+    return layernorm_modulate_chain(x, scale, shift, eps);
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  const auto vout = view_of(out, out.mutable_data_ptr());
+  if (!vout || !dfuse::can_use_layernorm_modulate(*vx, *vscale, *vshift, eps, *vout))
+    return layernorm_modulate_chain(x, scale, shift, eps);
+  dfuse::Signature sig("diffusion.layernorm_modulate");
+  sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
+  const dfuse::Stream stream = stream_of(x);
+  gated<1>(
+      "layernorm_modulate", sig, {out}, [&] { dfuse::layernorm_modulate(*vx, *vscale, *vshift, eps, *vout, stream); },
+      [&] { return std::array<at::Tensor, 1>{layernorm_modulate_chain(x, scale, shift, eps)}; });
+  return out;
+}
+
+// q = norm_q(q); k = norm_k(k) with nn.LayerNorm(head_dim) modules, as model code writes it.
+std::tuple<at::Tensor, at::Tensor> qk_head_layernorm_chain(const at::Tensor& q, const at::Tensor& k,
+                                                           const std::optional<at::Tensor>& q_weight,
+                                                           const std::optional<at::Tensor>& q_bias,
+                                                           const std::optional<at::Tensor>& k_weight,
+                                                           const std::optional<at::Tensor>& k_bias, double eps) {
+  return {at::layer_norm_symint(q, {q.sym_size(-1)}, q_weight, q_bias, eps),
+          at::layer_norm_symint(k, {k.sym_size(-1)}, k_weight, k_bias, eps)};
+}
+
+// The view of an optional affine tensor: {present, view}; present and no view means "run the chain".
+struct OptionalView {
+  bool ok = true;
+  std::optional<TensorView> view;
+  const TensorView* ptr() const { return view ? &*view : nullptr; }
+};
+
+OptionalView optional_view(const std::optional<at::Tensor>& t, const at::Tensor& x) {
+  if (!t || !t->defined()) return {};
+  if (t->scalar_type() != x.scalar_type() || t->device() != x.device()) return {false, std::nullopt};
+  const auto v = input_view(*t);
+  return {v.has_value(), v};
+}
+
+std::tuple<at::Tensor, at::Tensor> qk_head_layernorm(const at::Tensor& q, const at::Tensor& k,
+                                                     const std::optional<at::Tensor>& q_weight,
+                                                     const std::optional<at::Tensor>& q_bias,
+                                                     const std::optional<at::Tensor>& k_weight,
+                                                     const std::optional<at::Tensor>& k_bias, double eps) {
+  const c10::OptionalDeviceGuard device_guard(q.device());
+  const auto chain = [&] { return qk_head_layernorm_chain(q, k, q_weight, q_bias, k_weight, k_bias, eps); };
+  const auto vq = input_view(q), vk = input_view(k);
+  const OptionalView qw = optional_view(q_weight, q), qb = optional_view(q_bias, q), kw = optional_view(k_weight, k),
+                     kb = optional_view(k_bias, k);
+  if (!vq || !vk || q.dim() == 0 || k.dim() == 0 || k.scalar_type() != q.scalar_type() || k.device() != q.device() ||
+      !qw.ok || !qb.ok || !kw.ok || !kb.ok)
+    return chain();
+  at::Tensor q_out = at::empty(q.sizes(), q.options().memory_format(at::MemoryFormat::Contiguous));
+  at::Tensor k_out = at::empty(k.sizes(), k.options().memory_format(at::MemoryFormat::Contiguous));
+  const auto vq_out = view_of(q_out, q_out.mutable_data_ptr()), vk_out = view_of(k_out, k_out.mutable_data_ptr());
+  if (!vq_out || !vk_out ||
+      !dfuse::can_use_qk_head_layernorm(*vq, *vk, qw.ptr(), qb.ptr(), kw.ptr(), kb.ptr(), eps, *vq_out, *vk_out))
+    return chain();
+  dfuse::Signature sig("diffusion.qk_head_layernorm");
+  sig.add(*vq).add(*vk);
+  for (const OptionalView* v : {&qw, &qb, &kw, &kb}) {
+    if (v->view) sig.add(*v->view);
+    else sig.add_scalar("absent", 0.0);
+  }
+  sig.add(*vq_out).add(*vk_out).add_scalar("eps", eps);
+  const dfuse::Stream stream = stream_of(q);
+  gated<2>(
+      "qk_head_layernorm", sig, {q_out, k_out},
+      [&] {
+        dfuse::qk_head_layernorm(*vq, *vk, qw.ptr(), qb.ptr(), kw.ptr(), kb.ptr(), eps, *vq_out, *vk_out, stream);
+      },
+      [&] {
+        auto [qr, kr] = chain();
+        return std::array<at::Tensor, 2>{qr, kr};
+      });
+  return {q_out, k_out};
+}
+
+std::tuple<at::Tensor, at::Tensor> qk_head_layernorm_meta(const at::Tensor& q, const at::Tensor& k,
+                                                          const std::optional<at::Tensor>& q_weight,
+                                                          const std::optional<at::Tensor>& q_bias,
+                                                          const std::optional<at::Tensor>& k_weight,
+                                                          const std::optional<at::Tensor>& k_bias, double eps) {
+  return qk_head_layernorm_chain(q, k, q_weight, q_bias, k_weight, k_bias, eps);
+}
+
+// F.layer_norm(x.float(), (D,), weight, bias, eps).to(x.dtype), as diffusers' FP32LayerNorm writes it.
+at::Tensor fp32_layernorm_chain(const at::Tensor& x, const std::optional<at::Tensor>& weight,
+                                const std::optional<at::Tensor>& bias, double eps) {
+  const auto as_float = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    if (!t || !t->defined()) return std::nullopt;
+    return t->to(at::kFloat);
+  };
+  return at::layer_norm_symint(x.to(at::kFloat), {x.sym_size(-1)}, as_float(weight), as_float(bias), eps)
+      .to(x.scalar_type());
+}
+
+at::Tensor fp32_layernorm_bf16(const at::Tensor& x, const std::optional<at::Tensor>& weight,
+                               const std::optional<at::Tensor>& bias, double eps) {
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  const auto chain = [&] { return fp32_layernorm_chain(x, weight, bias, eps); };
+  const auto vx = input_view(x);
+  const auto affine = [&](const std::optional<at::Tensor>& t) -> OptionalView {
+    if (!t || !t->defined()) return {};
+    if (t->scalar_type() != at::kFloat || t->device() != x.device()) return {false, std::nullopt};
+    const auto v = input_view(*t);
+    return {v.has_value(), v};
+  };
+  const OptionalView w = affine(weight), b = affine(bias);
+  if (!vx || x.dim() == 0 || !w.ok || !b.ok) return chain();
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  const auto vout = view_of(out, out.mutable_data_ptr());
+  if (!vout || !dfuse::can_use_fp32_layernorm_bf16(*vx, w.ptr(), b.ptr(), eps, *vout)) return chain();
+  dfuse::Signature sig("diffusion.fp32_layernorm_bf16");
+  sig.add(*vx);
+  for (const OptionalView* v : {&w, &b}) {
+    if (v->view) sig.add(*v->view);
+    else sig.add_scalar("absent", 0.0);
+  }
+  sig.add(*vout).add_scalar("eps", eps);
+  const dfuse::Stream stream = stream_of(x);
+  gated<1>(
+      "fp32_layernorm_bf16", sig, {out},
+      [&] { dfuse::fp32_layernorm_bf16(*vx, w.ptr(), b.ptr(), eps, *vout, stream); },
+      [&] { return std::array<at::Tensor, 1>{chain()}; });
+  return out;
+}
+
+at::Tensor fp32_layernorm_bf16_meta(const at::Tensor& x, const std::optional<at::Tensor>& weight,
+                                    const std::optional<at::Tensor>& bias, double eps) {
+  return fp32_layernorm_chain(x, weight, bias, eps);
+}
+
+// The request-gated fold as torch computes it: F.layer_norm(x, (D,), weight=(1 + scale).reshape(D),
+// bias=shift.reshape(D), eps).
+at::Tensor layernorm_folded_chain(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift, double eps) {
+  const c10::SymInt d = x.sym_size(-1);
+  return at::layer_norm_symint(x, {d}, at::add(scale, 1).reshape_symint({d}), shift.reshape_symint({d}), eps);
+}
+
+at::Tensor layernorm_folded_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
+                                     double eps) {
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  const auto vx = input_view(x), vscale = input_view(scale), vshift = input_view(shift);
+  if (!vx || !vscale || !vshift || x.dim() == 0 || scale.scalar_type() != x.scalar_type() ||
+      shift.scalar_type() != x.scalar_type() || scale.device() != x.device() || shift.device() != x.device())
+    return layernorm_modulate_chain(x, scale, shift, eps);
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  const auto vout = view_of(out, out.mutable_data_ptr());
+  // Layouts the fold does not take (a scale/shift row per batch, ...) keep the lossless chain.
+  if (!vout || !dfuse::can_use_layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout))
+    return layernorm_modulate_chain(x, scale, shift, eps);
+  dfuse::Signature sig("diffusion.layernorm_folded_modulate");
+  sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
+  const dfuse::Stream stream = stream_of(x);
+  gated<1>(
+      "layernorm_folded_modulate", sig, {out},
+      [&] { dfuse::layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout, stream); },
+      [&] { return std::array<at::Tensor, 1>{layernorm_folded_chain(x, scale, shift, eps)}; });
+  return out;
+}
+
+at::Tensor layernorm_modulate_meta(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
+                                   double eps) {
+  return layernorm_modulate_chain(x, scale, shift, eps);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(dfuse, m) {
+  m.def("layernorm_modulate(Tensor x, Tensor scale, Tensor shift, float eps=1e-06) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
+  m.def("qk_head_layernorm(Tensor q, Tensor k, Tensor? q_weight, Tensor? q_bias, Tensor? k_weight, "
+        "Tensor? k_bias, float eps) -> (Tensor, Tensor)",
+        {at::Tag::pt2_compliant_tag});
+  m.def("layernorm_folded_modulate(Tensor x, Tensor scale, Tensor shift, float eps=1e-06) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
+  m.def("fp32_layernorm_bf16(Tensor x, Tensor? weight, Tensor? bias, float eps) -> Tensor",
+        {at::Tag::pt2_compliant_tag});
+}
+
+// The same kernels serve CUDA and CPU tensors (the dfuse op picks its backend by device).
+namespace {
+void register_device_impls(torch::Library& m) {
+  m.impl("layernorm_modulate", &layernorm_modulate);
+  m.impl("qk_head_layernorm", &qk_head_layernorm);
+  m.impl("fp32_layernorm_bf16", &fp32_layernorm_bf16);
+  m.impl("layernorm_folded_modulate", &layernorm_folded_modulate);
+}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
+  m.impl("layernorm_modulate", &layernorm_modulate_meta);
+  m.impl("qk_head_layernorm", &qk_head_layernorm_meta);
+  m.impl("fp32_layernorm_bf16", &fp32_layernorm_bf16_meta);
+  m.impl("layernorm_folded_modulate", &layernorm_modulate_meta);
+}

@@ -1,0 +1,160 @@
+// Block-level LayerNorm row statistics on CUDA in PyTorch 2.11's exact reduction orders (see
+// common/layer_norm_stats.h): the vectorized kernel's (128 threads, 4-element chunks, shuffle-down
+// 16..1, then warps 0+2, 1+3, 0+1) and RowwiseMomentsCUDAKernel's (512 threads, shuffle-down 16..1,
+// then warp 0 over the 16 warp results), by a whole block (blockDim.x equal to the path's thread
+// count; every thread receives the row's statistics) or by one warp standing for the block.
+#pragma once
+
+#include "common/layer_norm_stats.h"
+
+namespace dfuse::detail {
+
+// Four consecutive elements of a row, one 8-byte (bf16/f16) or 16-byte (f32) access when aligned.
+template <typename T>
+struct alignas(4 * sizeof(T)) Chunk4 {
+  T v[4];
+};
+
+// Elements 4i..4i+3 of a row with column stride `cs` (1, or 0: one value for the whole row); `vec`
+// when the row allows one 4-element access.
+template <typename T>
+__device__ Chunk4<T> load_chunk4(const T* row, int64_t i, int64_t cs, bool vec) {
+  if (cs == 0) return {{row[0], row[0], row[0], row[0]}};
+  if (vec) return *reinterpret_cast<const Chunk4<T>*>(row + 4 * i);
+  return {{row[4 * i], row[4 * i + 1], row[4 * i + 2], row[4 * i + 3]}};
+}
+
+// The block part of the vectorized kernel's reduction: `s` is this thread's fold of its chunks
+// (thread t: chunks t, t+128, ..., elements in order).
+__device__ inline LayerNormStats block_layer_norm_reduce_vectorized(WelfordVec s, int64_t n) {
+  __shared__ WelfordVec partial[2];
+  __shared__ LayerNormStats result;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) {
+    const WelfordVec other{__shfl_down_sync(0xffffffffu, s.mean, off), __shfl_down_sync(0xffffffffu, s.sigma2, off),
+                           __shfl_down_sync(0xffffffffu, s.count, off)};
+    s = welford_vec_combine(s, other);
+  }
+  if (lane == 0 && warp >= 2) partial[warp - 2] = s;
+  __syncthreads();
+  if (lane == 0 && warp < 2) s = welford_vec_combine(s, partial[warp]);
+  __syncthreads();
+  if (lane == 0 && warp == 1) partial[0] = s;
+  __syncthreads();
+  if (tid == 0) {
+    s = welford_vec_combine(s, partial[0]);
+    result = {s.mean, div_rn(s.sigma2, float(n))};
+  }
+  __syncthreads();
+  return result;
+}
+
+// load4(i, v) reads elements 4i..4i+3 of the row as float into v[0..3].
+template <typename Load4>
+__device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t n) {
+  WelfordVec s;
+  for (int64_t i = threadIdx.x; i < n / 4; i += kLayerNormVecThreads) {
+    float v[4];
+    load4(i, v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) s = welford_vec_update(s, v[k]);
+  }
+  return block_layer_norm_reduce_vectorized(s, n);
+}
+
+// load(k) reads element k of the row as float.
+template <typename Load>
+__device__ LayerNormStats block_layer_norm_stats_generic(Load load, int64_t n) {
+  __shared__ WelfordGeneric warps[kLayerNormMomentsThreads / 32];
+  __shared__ LayerNormStats result;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  WelfordGeneric s;
+  for (int64_t k = tid; k < n; k += kLayerNormMomentsThreads) s = welford_generic_update(s, load(k));
+  auto warp_fold = [](WelfordGeneric v) {
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) {
+      WelfordGeneric other;
+      other.mean = __shfl_down_sync(0xffffffffu, v.mean, off);
+      other.m2 = __shfl_down_sync(0xffffffffu, v.m2, off);
+      other.nf = __shfl_down_sync(0xffffffffu, v.nf, off);
+      v = welford_generic_combine(v, other);
+    }
+    return v;
+  };
+  s = warp_fold(s);
+  if (lane == 0) warps[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    s = warp_fold(lane < kLayerNormMomentsThreads / 32 ? warps[lane] : WelfordGeneric{});
+    if (lane == 0) result = {s.mean, div_rn(s.m2, s.nf)};
+  }
+  __syncthreads();
+  return result;
+}
+
+// ---- one warp computing exactly what the block computes --------------------------------------------
+// For short rows (a head of 64..256 elements) most of aten's block is idle; one warp per row
+// emulates it: the warp runs the block's virtual warps one after the other (lane l stands for
+// thread 32v + l of virtual warp v), folds each with the same shuffles, and combines the results
+// in the block's order. Every lane receives the row's statistics. Call with all 32 lanes.
+
+__device__ inline WelfordVec warp_fold_vec(WelfordVec s) {
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) {
+    const WelfordVec other{__shfl_down_sync(0xffffffffu, s.mean, off), __shfl_down_sync(0xffffffffu, s.sigma2, off),
+                           __shfl_down_sync(0xffffffffu, s.count, off)};
+    s = welford_vec_combine(s, other);
+  }
+  return s;
+}
+
+__device__ inline WelfordGeneric warp_fold_generic(WelfordGeneric s) {
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) {
+    WelfordGeneric other;
+    other.mean = __shfl_down_sync(0xffffffffu, s.mean, off);
+    other.m2 = __shfl_down_sync(0xffffffffu, s.m2, off);
+    other.nf = __shfl_down_sync(0xffffffffu, s.nf, off);
+    s = welford_generic_combine(s, other);
+  }
+  return s;
+}
+
+template <typename Load4>
+__device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t n) {
+  const int lane = threadIdx.x % 32;
+  WelfordVec w[kLayerNormVecThreads / 32];
+#pragma unroll
+  for (int v = 0; v < kLayerNormVecThreads / 32; ++v) {
+    WelfordVec s;
+    for (int64_t i = 32 * v + lane; i < n / 4; i += kLayerNormVecThreads) {
+      float x[4];
+      load4(i, x);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = welford_vec_update(s, x[k]);
+    }
+    w[v] = warp_fold_vec(s);  // lane 0 holds virtual warp v's result
+  }
+  const WelfordVec s =
+      welford_vec_combine(welford_vec_combine(w[0], w[2]), welford_vec_combine(w[1], w[3]));
+  return {__shfl_sync(0xffffffffu, s.mean, 0), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0)};
+}
+
+template <typename Load>
+__device__ LayerNormStats warp_layer_norm_stats_generic(Load load, int64_t n) {
+  const int lane = threadIdx.x % 32;
+  WelfordGeneric mine;  // lane v < 16 collects virtual warp v's result; lanes 16..31 the identity
+  for (int v = 0; v < kLayerNormMomentsThreads / 32; ++v) {
+    WelfordGeneric s;
+    for (int64_t k = 32 * v + lane; k < n; k += kLayerNormMomentsThreads) s = welford_generic_update(s, load(k));
+    s = warp_fold_generic(s);
+    const float mean = __shfl_sync(0xffffffffu, s.mean, 0), m2 = __shfl_sync(0xffffffffu, s.m2, 0),
+                nf = __shfl_sync(0xffffffffu, s.nf, 0);
+    if (lane == v) mine.mean = mean, mine.m2 = m2, mine.nf = nf;
+  }
+  const WelfordGeneric s = warp_fold_generic(mine);
+  return {__shfl_sync(0xffffffffu, s.mean, 0), __shfl_sync(0xffffffffu, div_rn(s.m2, s.nf), 0)};
+}
+
+}  // namespace dfuse::detail

@@ -1,0 +1,131 @@
+// The CUDA kernel behind the RMSNorm + epilogue ops (parameters and host twin:
+// ops/norm/rmsnorm_rows.h). One block per row, persistent over rows: the row of x is read once from
+// HBM with VEC-element vectors (16 bytes when every row operand allows) into shared memory as float,
+// the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
+// aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
+// in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
+// the epilogue's operands, and writes them once. Blocks are 128 threads (aten's vectorized RMSNorm
+// block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path, whose
+// Welford fold needs aten's 512 threads.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "common/dispatch.h"
+#include "cuda/check.h"
+#include "cuda/device_guard.h"
+#include "cuda/layer_norm_stats.cuh"
+#include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
+#include "ops/norm/rmsnorm_rows.h"
+
+namespace dfuse::detail {
+
+template <typename T, int kThreads>
+__device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const float* row, uint32_t r) {
+  const int64_t n = p.rows.geom.cols;
+  if constexpr (kThreads == kLayerNormMomentsThreads) {
+    return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n), p.eps);
+  } else {
+    if (p.chain == RmsNormChain::torch_rms_norm) return block_torch_rms_norm_rstd(row, n, p.eps);
+    const int shift = rms_norm_mean_shift(p, r);
+    if (p.chain == RmsNormChain::diffusers_decomposed)
+      return block_decomposed_inv_rms(row, n, p.mean, shift, p.mean_factor, p.eps);
+    return block_storage_rms_norm_rstd<T>(row, n, p.mean, shift, p.mean_factor, p.eps);
+  }
+}
+
+template <typename T, int VEC, typename Epi, size_t... K>
+__device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, const float* row,
+                                                       float inv, const uint32_t idx[3], int64_t j,
+                                                       std::index_sequence<K...>) {
+  using S = Storage<T>;
+  Pack<T, VEC> in[sizeof...(K) > 0 ? sizeof...(K) : 1];
+  (
+      [&] {
+        const RowOperand& op = p.rows.in[K + 1];
+        const T* src = static_cast<const T*>(op.data) + op.offset(idx);
+        if (op.col_stride == 0)
+          in[K].fill(src[0]);
+        else
+          in[K].load(src + j);
+      }(),
+      ...);
+  Pack<T, VEC> w;
+  if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
+  Pack<T, VEC> r;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    const T y = rms_norm_normalized<T>(p, row[j + e], inv, p.weight ? S::load(w.get(e)) : 1.0f);
+    r.set(e, epi(y, in[K].get(e)...));
+  }
+  r.store(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
+}
+
+template <typename T, int kThreads, int VEC, typename Epi>
+__global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
+  extern __shared__ float row[];
+  constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
+  const int64_t n = p.rows.geom.cols;
+  const uint32_t rows = uint32_t(p.rows.geom.rows());
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    uint32_t idx[3];
+    p.rows.geom.split(r, idx);
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      Pack<T, VEC> v;
+      v.load(x + j);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) row[j + e] = Storage<T>::load(v.get(e));
+    }
+    __syncthreads();
+    const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
+      rms_norm_rows_epilogue<T, VEC>(p, epi, row, inv, idx, j, std::make_index_sequence<kOperands>{});
+    __syncthreads();  // the next row overwrites the staged one
+  }
+}
+
+template <typename T, int kThreads, int VEC, typename Epi>
+void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
+  auto kernel = rms_norm_rows_kernel<T, kThreads, VEC, Epi>;
+  const size_t smem = size_t(p.rows.geom.cols) * sizeof(float);
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int64_t resident = int64_t(multiprocessor_count(p.rows.device)) * std::max(per_sm, 1);
+  const uint32_t grid = uint32_t(std::min<int64_t>(p.rows.geom.rows(), resident));
+  kernel<<<grid, kThreads, smem, stream>>>(p, epi);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+// 16-byte vectors when x, the operands, the output and the weight allow them.
+template <typename T, int kThreads, typename Epi>
+void launch_rms_norm_rows_vec(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  const bool weight_ok = !p.weight || reinterpret_cast<uintptr_t>(p.weight) % 16 == 0;
+  if (weight_ok && rowwise_vectorizable(p.rows, 16))
+    launch_rms_norm_rows<T, kThreads, kVec>(p, epi, stream);
+  else
+    launch_rms_norm_rows<T, kThreads, 1>(p, epi, stream);
+}
+
+// The CUDA entry of an RMSNorm op whose epilogue is Epi<T>: dtype dispatch, then launch.
+template <template <typename> class Epi>
+void rms_norm_rows_cuda_entry(const RmsNormRowsParams& p, Stream stream) {
+  if (p.rows.geom.rows() == 0 || p.rows.geom.cols == 0) return;
+  const DeviceGuard device(p.rows.device);
+  auto s = static_cast<cudaStream_t>(stream.handle);
+  dispatch_bf16_f16_f32(p.rows.dtype, "rmsnorm kernel", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.chain == RmsNormChain::torch_rms_norm && p.path == LayerNormPath::generic)
+      launch_rms_norm_rows_vec<T, kLayerNormMomentsThreads>(p, Epi<T>{}, s);
+    else
+      launch_rms_norm_rows_vec<T, kRmsNormVecThreads>(p, Epi<T>{}, s);
+  });
+}
+
+}  // namespace dfuse::detail

@@ -1,0 +1,155 @@
+// RMSNorm row statistics on CUDA in PyTorch 2.11's exact reduction orders (arithmetic and orders:
+// common/rms_norm_arith.h). Two shapes of use:
+//
+//  Warp per row, for head-dim rows (QK-norm, QK-norm + RoPE): n = 128 * K elements, lane l holding
+//  v[k][0..3] = elements 4(l + 32k) .. 4(l + 32k) + 3 of the row as float (K float4 chunks per lane,
+//  lane-interleaved: for K = 1, lane l holds elements 4l..4l+3). Every lane receives the result.
+//    warp_torch_rms_norm_rstd<K>(v, eps)            F.rms_norm(x, (n,), w, eps), vectorized path
+//                                                   (n % 4 == 0 and x, w 4-element aligned or
+//                                                   non-contiguous; n <= 2^24)
+//    warp_decomposed_inv_rms<K>(v, factor, eps)     diffusers' x.float().pow(2).mean(-1) chain,
+//                                                   rsqrt(mean + eps), valid when
+//                                                   mean_reduce_config(M, n) has lanes == 32,
+//                                                   vectorized and not split (n = 128 and any M;
+//                                                   M >= 16 with 128 <= n <= 8160, n % 4 == 0); factor =
+//                                                   mean_factor(M, n), M = rows of the mean.
+//    warp_storage_rms_norm_rstd<T>(v, factor, eps)  Z-Image's RMSNorm in T (storage-dtype chain),
+//                                                   n = 128 only (K = 1), any M
+//  The row's normalized element is then torch_rms_norm_element / decomposed_rms_norm_element<T> /
+//  storage_rms_norm_element<T> (or rms_norm_normalized<T> of ops/norm/rmsnorm_rows.h for all three).
+//
+//  Block per row (128 threads, blockDim.x == kRmsNormVecThreads), the row staged as floats in
+//  shared memory (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold):
+//    block_torch_rms_norm_rstd(row, n, eps)
+//    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
+//    block_storage_rms_norm_rstd<T>(row, n, config, shift, factor, eps)   (storage-dtype chain)
+//  Every thread of the block must call them; every thread receives the result.
+#pragma once
+
+#include "common/rms_norm_arith.h"
+
+namespace dfuse::detail {
+
+__device__ __forceinline__ float warp_sum_down(float s) {
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) s = add_rn(s, __shfl_down_sync(0xffffffffu, s, off));
+  return s;
+}
+
+// Chunk l + 32k belongs to aten thread (l + 32k) % 128, i.e. lane l of warp k % 4, which folds its
+// chunks in increasing k; the four warp sums combine as (w0 + w2) + (w1 + w3) (absent warps hold 0).
+template <int K>
+__device__ float warp_torch_rms_norm_rstd(const float (&v)[K][4], float eps) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[k % 4] = fma_rn(v[k][i], v[k][i], acc[k % 4]);
+  constexpr int kWarps = K < 4 ? K : 4;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) acc[w] = warp_sum_down(acc[w]);
+  const float total = add_rn(add_rn(acc[0], acc[2]), add_rn(acc[1], acc[3]));
+  return __shfl_sync(0xffffffffu, torch_rms_norm_rstd(total, int64_t(128) * K, eps), 0);
+}
+
+// Reduce.cuh with 32 lanes, vectorized, row 16-byte aligned: lane l adds the squares of chunks
+// l, l + 32, ... into four accumulators, folds them, then shuffle-down 16..1.
+template <int K>
+__device__ float warp_decomposed_inv_rms(const float (&v)[K][4], float factor, float eps) {
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] = add_rn(acc[i], mul_rn(v[k][i], v[k][i]));
+  const float sum = warp_sum_down(add_rn(add_rn(add_rn(acc[0], acc[1]), acc[2]), acc[3]));
+  return __shfl_sync(0xffffffffu, decomposed_inv_rms(sum, factor, eps), 0);
+}
+
+// The storage-dtype chain (x.pow(2).mean(-1) in T, then + eps, rsqrt, each rounded to T) over rows of
+// 128 (v as for K = 1: lane l holds elements 4l..4l+3). Reduce.cuh reads 16-byte vectors of T: for
+// bf16/f16 that is 16 lanes of 8 elements, lane t summing its 8 squares in order, then shuffle-down
+// 8..1 over the 16 sums; for f32, 32 lanes of 4 (the decomposed chain's order on the squares).
+template <typename T>
+__device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor, float eps) {
+  const int lane = threadIdx.x % 32;
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) s = add_rn(s, storage_square<T>(v[0][i]));
+  if constexpr (sizeof(T) == 2) {
+    // Reduce.cuh lane t = lanes 2t (elements 8t..8t+3) and 2t+1 (8t+4..8t+7): the odd lane goes on
+    // from the even lane's partial sum in element order.
+    const float lower = __shfl_up_sync(0xffffffffu, s, 1);
+    if (lane % 2 == 1) {
+      s = lower;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) s = add_rn(s, storage_square<T>(v[0][i]));
+    }
+#pragma unroll
+    for (int off = 16; off >= 2; off /= 2) s = add_rn(s, __shfl_down_sync(0xffffffffu, s, off));
+    s = __shfl_sync(0xffffffffu, s, 1);
+  } else {
+    s = __shfl_sync(0xffffffffu, warp_sum_down(s), 0);
+  }
+  return storage_rms_norm_rstd<T>(s, factor, eps);
+}
+
+// ---- block per row, the row in shared memory -------------------------------------------------------
+
+__device__ inline float block_torch_rms_norm_rstd(const float* row, int64_t n, float eps) {
+  __shared__ float warp_sums[kRmsNormVecThreads / 32];
+  __shared__ float result;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  float s = 0.0f;
+  for (int64_t i = tid; i < n / 4; i += kRmsNormVecThreads)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) s = fma_rn(row[4 * i + k], row[4 * i + k], s);
+  s = warp_sum_down(s);
+  if (lane == 0) warp_sums[warp] = s;
+  __syncthreads();
+  if (tid == 0)
+    result = torch_rms_norm_rstd(add_rn(add_rn(warp_sums[0], warp_sums[2]), add_rn(warp_sums[1], warp_sums[3])), n,
+                                 eps);
+  __syncthreads();
+  return result;
+}
+
+// The lane-folded sum of a row's squares in Reduce.cuh's order, sq(k) returning element k's square:
+// thread t emulates lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold as block_x_reduce
+// does: a shared-memory halving tree down to 32, a shuffle-down below. Every thread receives it.
+template <typename Sq>
+__device__ float block_mean_sum(Sq sq, int64_t n, const MeanReduceConfig& c, int shift) {
+  __shared__ float lanes[512];
+  __shared__ float result;
+  const int tid = threadIdx.x;
+  for (int l = tid; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = mean_lane_partial(sq, n, c, l, shift);
+  for (int off = c.lanes / 2; off >= 32; off /= 2) {
+    __syncthreads();
+    for (int l = tid; l < off; l += kRmsNormVecThreads) lanes[l] = add_rn(lanes[l], lanes[l + off]);
+  }
+  __syncthreads();
+  if (tid < 32) {
+    const int width = c.lanes < 32 ? c.lanes : 32;
+    float s = tid < width ? lanes[tid] : 0.0f;
+    for (int off = width / 2; off >= 1; off /= 2) s = add_rn(s, __shfl_down_sync(0xffffffffu, s, off));
+    if (tid == 0) result = s;
+  }
+  __syncthreads();
+  return result;
+}
+
+// The decomposed chain: squares in float, `shift` = (row * n) % 4.
+__device__ inline float block_decomposed_inv_rms(const float* row, int64_t n, const MeanReduceConfig& c, int shift,
+                                                 float factor, float eps) {
+  const auto sq = [row](int64_t k) { return mul_rn(row[k], row[k]); };
+  return decomposed_inv_rms(block_mean_sum(sq, n, c, shift), factor, eps);
+}
+
+// The storage-dtype chain: squares rounded to T, `shift` = (row * n) % c.vec.
+template <typename T>
+__device__ float block_storage_rms_norm_rstd(const float* row, int64_t n, const MeanReduceConfig& c, int shift,
+                                             float factor, float eps) {
+  const auto sq = [row](int64_t k) { return storage_square<T>(row[k]); };
+  return storage_rms_norm_rstd<T>(block_mean_sum(sq, n, c, shift), factor, eps);
+}
+
+}  // namespace dfuse::detail

@@ -1,0 +1,214 @@
+// Eager replicas of the rope family: the primitives' entry points and host loop, and the chains.
+#include "dfuse/eager/rope.h"
+
+#include <vector>
+
+#include "common/entries.h"
+#include "common/guards.h"
+#include "dfuse/core/error.h"
+#include "dfuse/eager/data_movement.h"
+#include "dfuse/eager/rms_norm.h"
+#include "eager/rope_elementwise.h"
+
+namespace dfuse::eager {
+
+namespace {
+
+void host_mixed(const detail::MixedParams& p, Stream) {
+  const int64_t n = p.layout.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off[3];
+    p.layout.offsets(i, off);
+    detail::mixed_apply(p, off);
+  }
+}
+DFUSE_REGISTER_ENTRY(host, "eager.rope_mixed", &host_mixed);
+
+void run_mixed(detail::MixedOp op, const TensorView& a, const TensorView* b, const TensorView& out,
+               Stream stream) {
+  const char* name = op == detail::MixedOp::cast ? "eager.cast" : op == detail::MixedOp::neg ? "eager.neg"
+                                                                                             : "eager.promoted_binary";
+  dfuse::detail::GuardList g(name);
+  const std::initializer_list<DType> floating = {DType::bf16, DType::f16, DType::f32, DType::f64};
+  g.dtype_in("a", a, floating);
+  g.same_device("out", out, a, "a");
+  if (op == detail::MixedOp::neg) g.same_dtype("out", out, a, "a");
+  if (op == detail::MixedOp::cast) g.dtype_in("out", out, floating);
+  if (b) {
+    g.dtype_in("b", *b, floating);
+    g.same_device("b", *b, a, "a");
+    g.dtype_in("out", out, {DType::f32, DType::f64});
+    if (out.dtype() == DType::f32 && (a.dtype() == DType::f64 || b->dtype() == DType::f64))
+      g.fail("dtype", "an f64 operand promotes the result to f64, got an f32 out");
+  }
+  g.throw_if_failed();
+  detail::MixedParams p;
+  p.op = op;
+  p.out_dtype = out.dtype();
+  p.a_dtype = a.dtype();
+  p.b_dtype = b ? b->dtype() : a.dtype();
+  p.layout = detail::make_layout(out, a, b);
+  p.out = out.data();
+  p.a = a.data();
+  p.b = b ? b->data() : nullptr;
+  if (p.layout.numel() == 0) return;
+  auto entry = reinterpret_cast<detail::MixedEntry>(
+      dfuse::detail::find_entry(dfuse::detail::backend_for(a.device()), "eager.rope_mixed"));
+  entry(p, stream);
+}
+
+// Scratch intermediates of one chain, contiguous, in the workspace.
+class Scratch {
+ public:
+  Scratch(Workspace& ws, const TensorView& like, int count) : ws_(ws), like_(like) {
+    ws.reset(size_t(count) * bytes(DType::f64));
+  }
+  TensorView take(DType dtype) {
+    return TensorView::contiguous(ws_.take(bytes(dtype)), dtype, like_.sizes(), like_.dim(), like_.device());
+  }
+
+ private:
+  size_t bytes(DType dtype) const { return (size_t(like_.numel()) * dtype_size(dtype) + 255) / 256 * 256; }
+  Workspace& ws_;
+  TensorView like_;
+};
+
+// The view of every other element of t's last dim, from element `first` (x[..., first::2]).
+TensorView every_other(const TensorView& t, int64_t first) {
+  std::vector<int64_t> sizes(t.sizes(), t.sizes() + t.dim()), strides(t.strides(), t.strides() + t.dim());
+  sizes.back() = (t.size(-1) - first + 1) / 2;
+  strides.back() *= 2;
+  auto* base = static_cast<char*>(t.data()) + first * t.stride(-1) * int64_t(dtype_size(t.dtype()));
+  return TensorView(base, t.dtype(), sizes.data(), strides.data(), t.dim(), t.device());
+}
+
+}  // namespace
+
+void cast(const TensorView& src, const TensorView& dst, Stream stream) {
+  run_mixed(detail::MixedOp::cast, src, nullptr, dst, stream);
+}
+
+void neg(const TensorView& x, const TensorView& out, Stream stream) {
+  run_mixed(detail::MixedOp::neg, x, nullptr, out, stream);
+}
+
+void promoted_binary(BinaryOp op, const TensorView& a, const TensorView& b, const TensorView& out, Stream stream) {
+  detail::MixedOp m;
+  switch (op) {
+    case BinaryOp::add: m = detail::MixedOp::add; break;
+    case BinaryOp::sub: m = detail::MixedOp::sub; break;
+    case BinaryOp::mul: m = detail::MixedOp::mul; break;
+    default: throw InvalidArgument("eager.promoted_binary: div is not replicated");
+  }
+  run_mixed(m, a, &b, out, stream);
+}
+
+void rope_rotate_half_chain(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                            const TensorView& out, RopeMath math, Workspace& ws, Stream stream) {
+  const int64_t rot = cos.size(-1), half = rot / 2, head = x.size(-1);
+  const TensorView x_rot = x.narrow(-1, 0, rot);
+  const TensorView x1 = x_rot.narrow(-1, 0, half), x2 = x_rot.narrow(-1, half, half);  // chunk(2, -1)
+  Scratch scratch(ws, x_rot, 8);
+  const DType t = x.dtype();
+  // x_rotated = torch.cat([-x2, x1], dim=-1)
+  const TensorView neg_x2_full = scratch.take(t);
+  const TensorView neg_x2 = TensorView::contiguous(neg_x2_full.data(), t, x2.sizes(), x2.dim(), x2.device());
+  neg(x2, neg_x2, stream);
+  const TensorView rotated = scratch.take(t);
+  copy(neg_x2, rotated.narrow(-1, 0, half), stream);
+  copy(x1, rotated.narrow(-1, half, half), stream);
+  TensorView y = scratch.take(t);
+  if (math == RopeMath::fp32_opmath) {
+    // (x_rot.float() * cos + x_rotated.float() * sin).to(x.dtype); .float() and .to() of an
+    // f32 tensor return it unchanged.
+    TensorView x_f = x_rot, rotated_f = rotated;
+    if (t != DType::f32) {
+      x_f = scratch.take(DType::f32);
+      cast(x_rot, x_f, stream);
+      rotated_f = scratch.take(DType::f32);
+      cast(rotated, rotated_f, stream);
+    }
+    const TensorView a = scratch.take(DType::f32), b = scratch.take(DType::f32);
+    promoted_binary(BinaryOp::mul, x_f, cos, a, stream);
+    promoted_binary(BinaryOp::mul, rotated_f, sin, b, stream);
+    if (t == DType::f32) {
+      promoted_binary(BinaryOp::add, a, b, y, stream);
+    } else {
+      const TensorView sum = scratch.take(DType::f32);
+      promoted_binary(BinaryOp::add, a, b, sum, stream);
+      cast(sum, y, stream);
+    }
+  } else {  // x_rot * cos + x_rotated * sin, every op in x's dtype
+    const TensorView a = scratch.take(t), b = scratch.take(t);
+    binary(BinaryOp::mul, x_rot, cos, a, 1.0, stream);
+    binary(BinaryOp::mul, rotated, sin, b, 1.0, stream);
+    binary(BinaryOp::add, a, b, y, 1.0, stream);
+  }
+  // torch.cat([y, x_pass], dim=-1) (without a tail, y is the result: copied into out)
+  copy(y, out.narrow(-1, 0, rot), stream);
+  if (rot < head) copy(x.narrow(-1, rot, head - rot), out.narrow(-1, rot, head - rot), stream);
+}
+
+void rope_interleaved_pairs_chain(const TensorView& x, const TensorView& cos, const TensorView& sin,
+                                  const TensorView& out, Workspace& ws, Stream stream) {
+  const TensorView x_real = every_other(x, 0), x_imag = every_other(x, 1);  // reshape(..., -1, 2).unbind(-1)
+  Scratch scratch(ws, x, 7);
+  const DType t = x.dtype();
+  // x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
+  const TensorView neg_imag_full = scratch.take(t);
+  const TensorView neg_imag = TensorView::contiguous(neg_imag_full.data(), t, x_imag.sizes(), x_imag.dim(),
+                                                     x_imag.device());
+  neg(x_imag, neg_imag, stream);
+  const TensorView rotated = scratch.take(t);
+  copy(neg_imag, every_other(rotated, 0), stream);
+  copy(x_real, every_other(rotated, 1), stream);
+  // (x.float() * cos + x_rotated.float() * sin).to(x.dtype); .float() and .to() of an f32
+  // tensor return it unchanged.
+  TensorView x_f = x, rotated_f = rotated;
+  if (t != DType::f32) {
+    x_f = scratch.take(DType::f32);
+    cast(x, x_f, stream);
+    rotated_f = scratch.take(DType::f32);
+    cast(rotated, rotated_f, stream);
+  }
+  const TensorView a = scratch.take(DType::f32), b = scratch.take(DType::f32);
+  promoted_binary(BinaryOp::mul, x_f, cos, a, stream);
+  promoted_binary(BinaryOp::mul, rotated_f, sin, b, stream);
+  if (t == DType::f32) {
+    promoted_binary(BinaryOp::add, a, b, out, stream);
+  } else {
+    const TensorView sum = scratch.take(DType::f32);
+    promoted_binary(BinaryOp::add, a, b, sum, stream);
+    cast(sum, out, stream);
+  }
+}
+
+void interleaved_rope_fp64_chain(const TensorView& x, const TensorView& freqs_cos, const TensorView& freqs_sin,
+                                 const TensorView& out, Workspace& ws, Stream stream) {
+  const TensorView x1 = every_other(x, 0), x2 = every_other(x, 1);  // x.unflatten(-1, (-1, 2)).unbind(-1)
+  const TensorView cos = every_other(freqs_cos, 0), sin = every_other(freqs_sin, 1);
+  Scratch scratch(ws, x1, 6);
+  const TensorView t1 = scratch.take(DType::f64), t2 = scratch.take(DType::f64), even = scratch.take(DType::f64);
+  promoted_binary(BinaryOp::mul, x1, cos, t1, stream);
+  promoted_binary(BinaryOp::mul, x2, sin, t2, stream);
+  promoted_binary(BinaryOp::sub, t1, t2, even, stream);  // x1 * cos - x2 * sin
+  const TensorView t3 = scratch.take(DType::f64), t4 = scratch.take(DType::f64), odd = scratch.take(DType::f64);
+  promoted_binary(BinaryOp::mul, x1, sin, t3, stream);
+  promoted_binary(BinaryOp::mul, x2, cos, t4, stream);
+  promoted_binary(BinaryOp::add, t3, t4, odd, stream);  // x1 * sin + x2 * cos
+  cast(even, every_other(out, 0), stream);               // out[..., 0::2] = ...
+  cast(odd, every_other(out, 1), stream);                // out[..., 1::2] = ...
+}
+
+void qknorm_rope_chain(RmsNormChain chain, const TensorView& x, const TensorView* weight, double eps,
+                       const TensorView& cos, const TensorView& sin, RopeMath math, const TensorView& out,
+                       Workspace& ws, Stream stream) {
+  // The normalized tensor lives in out; the RoPE chain reads all of it before writing out.
+  if (chain == RmsNormChain::torch_rms_norm)
+    rms_norm(x, weight, eps, out, stream);
+  else
+    rms_norm_decomposed_chain(x, weight, eps, out, ws, stream);
+  rope_rotate_half_chain(out, cos, sin, out, math, ws, stream);
+}
+
+}  // namespace dfuse::eager

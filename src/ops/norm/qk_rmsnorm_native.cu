@@ -1,0 +1,144 @@
+// diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel. A warp per row of q, then of
+// k, in one grid: lane l reads chunks l, l + 32, ... (4 elements each) of the row, the row's statistic
+// comes from cuda/rms_norm_stats.cuh's warp functions, and the lane writes its elements back.
+// Contract and arithmetic: ops/norm/qk_rmsnorm_native.h.
+#include <algorithm>
+#include <string>
+
+#include "common/dispatch.h"
+#include "common/entries.h"
+#include "cuda/check.h"
+#include "cuda/device_guard.h"
+#include "cuda/rms_norm_stats.cuh"
+#include "ops/norm/qk_rmsnorm_native.h"
+
+namespace dfuse::detail {
+namespace {
+
+constexpr int kQkWarps = 8;  // rows per 256-thread block
+
+// Four consecutive elements as float: one 8-byte (bf16, f16) or 16-byte (f32) access when `aligned`.
+template <typename T>
+__device__ __forceinline__ void load4(const T* p, bool aligned, float (&v)[4]) {
+  using S = Storage<T>;
+  if (aligned) {
+    if constexpr (sizeof(T) == 4) {
+      const float4 q = *reinterpret_cast<const float4*>(p);
+      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      const uint32_t w[2] = {q.x, q.y};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = S::load(T{uint16_t(w[e / 2] >> (16 * (e % 2)))});
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = S::load(p[e]);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void store4(T* p, bool aligned, const T (&v)[4]) {
+  if (aligned) {
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      *reinterpret_cast<uint2*>(p) = make_uint2(uint32_t(v[0].bits) | (uint32_t(v[1].bits) << 16),
+                                                uint32_t(v[2].bits) | (uint32_t(v[3].bits) << 16));
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) p[e] = v[e];
+  }
+}
+
+// Row r of p: lane l holds chunks l, l + 32, ... (elements 4(l + 32k) .. 4(l + 32k) + 3).
+template <typename T, int K>
+__device__ void qk_rmsnorm_row(const RmsNormRowsParams& p, bool aligned, uint32_t r) {
+  using S = Storage<T>;
+  uint32_t idx[3];
+  p.rows.geom.split(r, idx);
+  const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+  T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
+  const T* weight = static_cast<const T*>(p.weight);
+  const int lane = threadIdx.x % 32;
+  float v[K][4];
+#pragma unroll
+  for (int k = 0; k < K; ++k) load4(x + 4 * (lane + 32 * k), aligned, v[k]);
+  float inv = 0.0f;
+  if (p.chain == RmsNormChain::torch_rms_norm) {
+    inv = warp_torch_rms_norm_rstd<K>(v, p.eps);
+  } else if (p.chain == RmsNormChain::diffusers_decomposed) {
+    inv = warp_decomposed_inv_rms<K>(v, p.mean_factor, p.eps);
+  } else if constexpr (K == 1) {
+    inv = warp_storage_rms_norm_rstd<T>(v, p.mean_factor, p.eps);
+  } else {
+    __trap();  // the guards allow the storage-dtype chain for rows of 128 only
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const int64_t j = 4 * (lane + 32 * k);
+    float w[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    if (weight) load4(weight + j, aligned, w);
+    T y[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) y[e] = rms_norm_normalized<T>(p, v[k][e], inv, w[e]);
+    store4(out + j, aligned, y);
+  }
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_kernel(QkRmsNormParams p, bool aligned) {
+  const uint32_t q_rows = uint32_t(p.q.rows.geom.rows());
+  const uint32_t rows = q_rows + uint32_t(p.k.rows.geom.rows());
+  for (uint32_t r = blockIdx.x * kQkWarps + threadIdx.x / 32; r < rows; r += gridDim.x * kQkWarps) {
+    if (r < q_rows)
+      qk_rmsnorm_row<T, K>(p.q, aligned, r);
+    else
+      qk_rmsnorm_row<T, K>(p.k, aligned, r - q_rows);
+  }
+}
+
+template <typename T, int K>
+void launch_qk_rmsnorm(const QkRmsNormParams& p, cudaStream_t stream) {
+  auto kernel = qk_rmsnorm_kernel<T, K>;
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
+  const int64_t rows = p.q.rows.geom.rows() + p.k.rows.geom.rows();
+  const int64_t wanted = (rows + kQkWarps - 1) / kQkWarps;
+  const int64_t resident = int64_t(multiprocessor_count(p.q.rows.device)) * std::max(per_sm, 1);
+  // Rows of 128 * K elements: 4-element accesses are aligned when every row start and the weights are.
+  const int bytes = 4 * int(sizeof(T));
+  const auto weight_aligned = [bytes](const void* w) { return !w || reinterpret_cast<uintptr_t>(w) % bytes == 0; };
+  const bool aligned = rows_aligned(p.q.rows.in[0], p.q.rows.dtype, bytes) &&
+                       rows_aligned(p.q.rows.out, p.q.rows.dtype, bytes) &&
+                       rows_aligned(p.k.rows.in[0], p.k.rows.dtype, bytes) &&
+                       rows_aligned(p.k.rows.out, p.k.rows.dtype, bytes) && weight_aligned(p.q.weight) &&
+                       weight_aligned(p.k.weight);
+  kernel<<<unsigned(std::min(wanted, resident)), kQkWarps * 32, 0, stream>>>(p, aligned);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+void cuda_qk_rmsnorm(const QkRmsNormParams& p, Stream stream) {
+  const DeviceGuard device(p.q.rows.device);
+  auto s = static_cast<cudaStream_t>(stream.handle);
+  const int k = int(p.q.rows.geom.cols / 128);
+  dispatch_bf16_f16_f32(p.q.rows.dtype, "qk_rmsnorm kernel", [&](auto tag) {
+    using T = decltype(tag);
+    switch (k) {
+      case 1: return launch_qk_rmsnorm<T, 1>(p, s);
+      case 2: return launch_qk_rmsnorm<T, 2>(p, s);
+      case 3: return launch_qk_rmsnorm<T, 3>(p, s);
+      case 4: return launch_qk_rmsnorm<T, 4>(p, s);
+      default: throw InvalidArgument("qk_rmsnorm: head dim " + std::to_string(p.q.rows.geom.cols) + " not supported");
+    }
+  });
+}
+
+}  // namespace
+
+DFUSE_REGISTER_ENTRY(cuda, "qk_rmsnorm", &cuda_qk_rmsnorm);
+DFUSE_REGISTER_ENTRY(cuda, "qk_rmsnorm_native", &cuda_qk_rmsnorm);
+DFUSE_REGISTER_ENTRY(cuda, "qk_rmsnorm_storage_dtype", &cuda_qk_rmsnorm);
+
+}  // namespace dfuse::detail

@@ -1,0 +1,48 @@
+// Guards shared by the rope family.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/guards.h"
+#include "dfuse/ops/rope.h"
+
+namespace dfuse::detail {
+
+// The rope kernels number (head, vector) work items with 32 bits: fewer than 2^31 elements.
+inline void check_rope_extent(GuardList& g, const char* name, const TensorView& x) {
+  if (x.numel() >= (int64_t(1) << 31))
+    g.fail("extent", std::string(name) + " " + shape_str(x) + " has 2^31 or more elements");
+}
+
+// Rotate-half tables against heads x [..., D] (checked before): cos/sin of one shape [..., R] with
+// R = cos.size(-1) even, 0 < R <= D, broadcastable to x[..., :R], last dim contiguous; dtype fp32
+// or x's for fp32_opmath, x's for storage_dtype (that math rounds every op to x's dtype).
+inline void check_rotate_half_tables(GuardList& g, const char* x_name, const TensorView& x, const TensorView& cos,
+                                     const TensorView& sin, RopeMath math) {
+  if (math == RopeMath::fp32_opmath)
+    g.dtype_in("cos", cos, {DType::f32, x.dtype()});
+  else
+    g.same_dtype("cos", cos, x, x_name);
+  g.same_dtype("sin", sin, cos, "cos");
+  g.same_device("cos", cos, x, x_name);
+  g.same_device("sin", sin, x, x_name);
+  g.not_null("cos", cos);
+  g.not_null("sin", sin);
+  g.rank_between("cos", cos, 1, 4);
+  g.same_shape("sin", sin, cos, "cos");
+  if (!g.ok()) return;
+  const int64_t rot = cos.size(-1), head = x.size(-1);
+  if (rot <= 0 || rot % 2 != 0 || rot > head)
+    g.fail("rot_dim", "the rotary dim R = cos.size(-1) must be even with 0 < R <= D = " + std::to_string(head) +
+                          ", got " + std::to_string(rot));
+  if (!g.ok()) return;
+  const TensorView x_rot = x.narrow(-1, 0, rot);
+  const std::string rot_name = std::string(x_name) + "[..., :R]";
+  g.broadcastable_rows("cos", cos, x_rot, rot_name.c_str());
+  g.broadcastable_rows("sin", sin, x_rot, rot_name.c_str());
+  g.non_negative_strides("cos", cos);
+  g.non_negative_strides("sin", sin);
+}
+
+}  // namespace dfuse::detail
