@@ -5,19 +5,49 @@
 Links libdfuse.so from the CMake build directory (with an rpath to it; libdfuse finds libdfuse_cuda.so
 beside itself) and prints the path of the built library, which `dfuse.torch` loads from $DFUSE_TORCH_LIB or,
 by default, from python/dfuse/_lib/.
+
+The extension must share the process's libstdc++ (the one torch loads): a compiler that links libstdc++
+statically (the GPU machine's $CXX does) gives the extension a second, uninitialized copy, whose iostreams
+crash the process on the first TORCH_CHECK message. So the compiler is the first of $CXX, g++ and c++ that
+links libstdc++ as a shared library, and the built extension is checked for it.
 """
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "dfuse_torch"
 
 
+def needs_shared_libstdcxx(library: Path) -> bool:
+    dynamic = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
+    return "libstdc++.so" in dynamic
+
+
+def shared_libstdcxx_compiler() -> str:
+    """The first C++ compiler of $CXX, g++, c++ whose shared libraries load libstdc++.so."""
+    candidates = [c for c in (os.environ.get("CXX"), shutil.which("g++"), shutil.which("c++")) if c]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "probe.cpp"
+        source.write_text("#include <string>\nstd::string probe(int v) { return std::to_string(v); }\n")
+        for compiler in candidates:
+            library = Path(tmp) / "probe.so"
+            built = subprocess.run([compiler, "-shared", "-fPIC", str(source), "-o", str(library)],
+                                   capture_output=True).returncode == 0
+            if built and needs_shared_libstdcxx(library):
+                return compiler
+    raise SystemExit(f"build_torch_ext: none of {candidates} links libstdc++ as a shared library")
+
+
 def build(cmake_build: Path, out: Path, verbose: bool) -> Path:
     from torch.utils import cpp_extension
+
+    os.environ["CXX"] = shared_libstdcxx_compiler()
 
     libdfuse = cmake_build / "libdfuse.so"
     if not libdfuse.is_file():
@@ -37,7 +67,10 @@ def build(cmake_build: Path, out: Path, verbose: bool) -> Path:
         is_python_module=False,
         verbose=verbose,
     )
-    return out / f"{NAME}.so"
+    library = out / f"{NAME}.so"
+    if not needs_shared_libstdcxx(library):
+        raise SystemExit(f"build_torch_ext: {library} does not load libstdc++.so (built with {os.environ['CXX']})")
+    return library
 
 
 def main() -> int:

@@ -1,8 +1,8 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles VEC consecutive columns (16 bytes when every row operand is 16-byte aligned
-// and the row length allows, else one element) of one row. Operands that hold one value per row
-// (col_stride 0) are read once per thread and broadcast. The op is a functor
+// Each thread handles kRowwiseUnroll vectors of VEC consecutive columns (16 bytes when every row
+// operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
+// that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
 // that the host kernel shares.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
@@ -70,6 +70,7 @@ struct Pack {
 };
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
+constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loaded before any is used
 
 // fn applied to element e of every input's vector.
 template <typename T, int VEC, typename Fn, size_t... K>
@@ -78,35 +79,46 @@ __device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)
   return fn(v[K].get(e)...);
 }
 
-// Block b covers column block b % blocks_per_row (kRowwiseThreads * VEC elements) of row
-// b / blocks_per_row: consecutive blocks stream through memory in row-major order, the order the
-// tensors are laid out in. One vector per input and thread; the grid is bounded by 2^31 blocks.
+// Block b covers column block b % blocks_per_row of row b / blocks_per_row, a block being
+// kRowwiseUnroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
+// in row-major order, the order the tensors are laid out in, and each thread has kRowwiseUnroll
+// 16-byte loads of every input in flight. The grid is bounded by 2^31 blocks.
 template <typename T, int VEC, typename Fn>
 __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, uint32_t blocks_per_row) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
+  constexpr int kStep = kRowwiseThreads * VEC;
   const uint32_t row = blockIdx.x / blocks_per_row;
-  const int64_t c = int64_t(blockIdx.x - row * blocks_per_row) * (kRowwiseThreads * VEC) + int64_t(threadIdx.x) * VEC;
-  if (c >= p.geom.cols) return;
+  const int64_t first = int64_t(blockIdx.x - row * blocks_per_row) * (kStep * kRowwiseUnroll) + int64_t(threadIdx.x) * VEC;
+  const int64_t cols = p.geom.cols;
+  if (first >= cols) return;
   uint32_t idx[3];
   p.geom.split(row, idx);
-  Pack<T, VEC> v[kInputs];
+  Pack<T, VEC> v[kRowwiseUnroll][kInputs];
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) {
     const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-    if (p.in[k].col_stride == 0)
-      v[k].fill(in[0]);
-    else
-      v[k].load(in + c);
-  }
-  Pack<T, VEC> result;
 #pragma unroll
-  for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v, e, std::make_index_sequence<kInputs>{}));
-  result.store(static_cast<T*>(p.out.data) + p.out.offset(idx) + c);
+    for (int u = 0; u < kRowwiseUnroll; ++u) {
+      if (p.in[k].col_stride == 0)
+        v[u][k].fill(in[0]);
+      else if (first + u * kStep < cols)
+        v[u][k].load(in + first + u * kStep);
+    }
+  }
+  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+#pragma unroll
+  for (int u = 0; u < kRowwiseUnroll; ++u) {
+    if (first + u * kStep >= cols) break;
+    Pack<T, VEC> result;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+    result.store(out + first + u * kStep);
+  }
 }
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kBlockCols = kRowwiseThreads * VEC;
+  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * kRowwiseUnroll;
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
   const int64_t blocks = p.geom.rows() * blocks_per_row;

@@ -2,11 +2,19 @@
 // use_real=True, use_real_unbind_dim=-1) (FLUX.1, FLUX.2, HunyuanVideo, LTX-Video, CogVideoX),
 // about 8 eager kernels (the reshape/unbind views, neg, stack, the two .float() casts, mul, mul,
 // add, .to(x.dtype)):
-//   cos, sin = freqs_cis                                  # [S, D] fp32, each frequency twice
-//   cos, sin = cos[None, None], sin[None, None]           # sequence_dim=2; [None, :, None] for 1
-//   x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)    # [B, H, S, D//2]
+//   cos, sin = freqs_cis  # [S, D]                        (fp32, each frequency repeated twice)
+//   if sequence_dim == 2:
+//       cos = cos[None, None, :, :]
+//       sin = sin[None, None, :, :]
+//   elif sequence_dim == 1:
+//       cos = cos[None, :, None, :]
+//       sin = sin[None, :, None, :]
+//   cos, sin = cos.to(x.device), sin.to(x.device)
+//   x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)  # [B, H, S, D//2]
 //   x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
 //   out = (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+// (LTX-Video's own copy: x [B, S, H*D], x.unflatten(2, (-1, 2)) and .flatten(2), tables
+// [B, S, H*D]: the same pairs over one wide "head".)
 // Contract: bit-exact against that chain. Pair p of a head, x1 = x[2p], x2 = x[2p+1]:
 //   out[2p]   = T(x1 * cos[2p]   + (-x2) * sin[2p])
 //   out[2p+1] = T(x2 * cos[2p+1] +   x1  * sin[2p+1])
