@@ -96,12 +96,18 @@ FULL=${DFUSE_CHECK_FULL:-0}
 SMALL=$((1 - FULL))
 run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$SMALL" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --no-tests=error
-# One pytest process per module, so that a crash in one module does not hide the others' results.
-run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" bash -c '
-  status=0
+# One pytest process per module, all at once on the one GPU (they check bits, not time), so that a
+# crash in one module does not hide the others' results; each module's log follows the others.
+run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" LOGDIR="$LOGDIR" bash -c '
+  pids=()
   for module in python/tests/test_*.py; do
-    python3 -X faulthandler -m pytest "$module" -q -rfEs -p no:cacheprovider || status=1
+    log=$LOGDIR/pytest_$(basename "$module" .py).log
+    python3 -X faulthandler -m pytest "$module" -q -rfEs -p no:cacheprovider >"$log" 2>&1 &
+    pids+=($!)
   done
+  status=0
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for log in "$LOGDIR"/pytest_*.log; do echo "== $(basename "$log")"; cat "$log"; done
   exit $status'
 wait
 STEPS+=(memcheck racecheck)
