@@ -9,7 +9,7 @@
 namespace dfuse::detail {
 
 // The operand that defines the geometry: bf16/f16/f32, rank 1..4, last dim contiguous,
-// non-negative strides, fewer than 2^31 rows and columns and about 2^38 elements.
+// non-negative strides, fewer than 2^31 rows and columns and about 2^37 elements.
 void check_rowwise_input(GuardList& g, const char* name, const TensorView& x);
 // An operand broadcast against x: x's dtype and device, right-aligned broadcastable, last dim
 // contiguous or of size 1. `x_name` names x in the messages.

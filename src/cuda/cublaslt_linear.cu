@@ -7,15 +7,19 @@
 // x [B, S, K] uses strided batches of B and D and the same A. cuBLASLt adds the bias per row of
 // D, which is per column n of out. fp32 accumulation and scale; no workspace, so that
 // calls on different streams never share scratch memory. The layouts and the algorithm cuBLASLt's
-// heuristic picks are cached per problem; the matmul descriptor (it holds the bias pointer) is
-// made per call.
+// heuristic picks are cached per problem, the problem including the operands' alignment (the
+// heuristic otherwise assumes 256-byte aligned matrices, and takes the bias pointer's alignment
+// from its value): a cached algorithm never meets a less aligned operand than it was chosen for.
+// The matmul descriptor (it holds the bias pointer) is made per call.
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
@@ -52,9 +56,27 @@ using MatmulDesc = Owned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
 using MatrixLayout = Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
 using Preference = Owned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
 
-// The problem as cuBLASLt sees it: everything that shapes the descriptors.
+// The problem as cuBLASLt sees it: everything that shapes the descriptors, and the alignments of
+// weight, x, out and bias (Alignments).
 using ProblemKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                              int64_t, bool>;
+                              int64_t, bool, uint32_t, uint32_t, uint32_t, uint32_t>;
+
+// The alignment in bytes, up to 256, of every matrix start of an operand: its pointer and, for a
+// batch, its batch stride (the guards make it at least 16).
+uint32_t alignment(const void* p, int64_t batch_stride, int64_t batch, DType t) {
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | 256u;
+  if (batch > 1) bits |= uint64_t(batch_stride) * dtype_size(t);
+  return uint32_t(bits & (~bits + 1));  // the lowest set bit
+}
+
+struct Alignments {
+  uint32_t a, b, d, bias;
+};
+
+Alignments alignments(const LinearParams& p) {
+  return {alignment(p.weight, 0, 1, p.dtype), alignment(p.x, p.x_batch_stride, p.batch, p.dtype),
+          alignment(p.out, p.out_batch_stride, p.batch, p.dtype), p.bias ? alignment(p.bias, 0, 1, p.dtype) : 0u};
+}
 
 // Matrix layouts and the chosen algorithm of one problem.
 struct Plan {
@@ -62,12 +84,15 @@ struct Plan {
   cublasLtMatmulAlgo_t algo{};
 };
 
-cublasLtHandle_t lt_handle() {
-  static cublasLtHandle_t handle = [] {
-    cublasLtHandle_t h = nullptr;
-    check_cublas(cublasLtCreate(&h), "cublasLtCreate");
-    return h;  // lives for the process: cuBLASLt may be torn down before static destructors run
-  }();
+// The cuBLASLt handle of `device`, made on the device's first call with the device current (a
+// handle belongs to the device current at its creation). Handles live for the process: cuBLASLt
+// may be torn down before static destructors run.
+cublasLtHandle_t lt_handle(int device) {
+  static std::mutex mutex;
+  static std::map<int, cublasLtHandle_t> handles;
+  const std::lock_guard lock(mutex);
+  cublasLtHandle_t& handle = handles[device];
+  if (!handle) check_cublas(cublasLtCreate(&handle), "cublasLtCreate");
   return handle;
 }
 
@@ -122,10 +147,17 @@ std::unique_ptr<Plan> make_plan(const LinearParams& p) {
   check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &no_workspace, sizeof no_workspace),
                "MatmulPreferenceSetAttribute");
+  const Alignments align = alignments(p);  // C is D
+  for (const auto& [attribute, bytes] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align.a},
+                                         std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align.b},
+                                         std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align.d},
+                                         std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align.d}})
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &bytes, sizeof bytes),
+                 "MatmulPreferenceSetAttribute(alignment)");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  check_cublas(cublasLtMatmulAlgoGetHeuristic(lt_handle(), matmul.get(), plan->a.get(), plan->b.get(), plan->d.get(),
-                                              plan->d.get(), preference.get(), 1, &result, &found),
+  check_cublas(cublasLtMatmulAlgoGetHeuristic(lt_handle(p.device), matmul.get(), plan->a.get(), plan->b.get(),
+                                              plan->d.get(), plan->d.get(), preference.get(), 1, &result, &found),
                "MatmulAlgoGetHeuristic");
   if (found == 0)
     throw CudaError(int(CUBLAS_STATUS_NOT_SUPPORTED), "cublasLtMatmulAlgoGetHeuristic",
@@ -135,14 +167,16 @@ std::unique_ptr<Plan> make_plan(const LinearParams& p) {
 }
 
 // The plan of p's problem, made on first use and kept for the process (layouts and algorithm
-// hold no pointers, so one plan serves every call of the same shapes).
+// hold no pointers, so one plan serves every call of the same shapes and alignments).
 const Plan& plan_for(const LinearParams& p) {
   static std::mutex mutex;
   static std::map<ProblemKey, std::unique_ptr<Plan>> plans;
+  const Alignments align = alignments(p);
   const ProblemKey key{p.device,         int(p.dtype),      int(p.epilogue),     p.batch,
                        p.m,              p.n,               p.k,                 p.x_row_stride,
                        p.x_batch_stride, p.weight_row_stride, p.out_row_stride, p.out_batch_stride,
-                       p.bias != nullptr};
+                       p.bias != nullptr, align.a,          align.b,             align.d,
+                       align.bias};
   const std::lock_guard lock(mutex);
   auto& plan = plans[key];
   if (!plan) plan = make_plan(p);
@@ -157,8 +191,8 @@ void cublaslt_linear(const LinearParams& p, Stream stream) {
   MatmulDesc matmul;
   describe_matmul(matmul, p);
   const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasLtMatmul(lt_handle(), matmul.get(), &one, p.weight, plan.a.get(), p.x, plan.b.get(), &zero,
-                              p.out, plan.d.get(), p.out, plan.d.get(), &plan.algo, nullptr, 0,
+  check_cublas(cublasLtMatmul(lt_handle(p.device), matmul.get(), &one, p.weight, plan.a.get(), p.x, plan.b.get(),
+                              &zero, p.out, plan.d.get(), p.out, plan.d.get(), &plan.algo, nullptr, 0,
                               static_cast<cudaStream_t>(stream.handle)),
                "cublasLtMatmul");
 }

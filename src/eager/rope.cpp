@@ -38,12 +38,20 @@ void run_mixed(detail::MixedOp op, const TensorView& a, const TensorView* b, con
     g.dtype_in("b", *b, floating);
     g.same_device("b", *b, a, "a");
     g.dtype_in("out", out, {DType::f32, DType::f64});
-    if (out.dtype() == DType::f32 && (a.dtype() == DType::f64 || b->dtype() == DType::f64))
+    // torch's promotion: f64 if either is f64, else f32 if either is f32 or they are bf16 and f16.
+    const bool any_f64 = a.dtype() == DType::f64 || b->dtype() == DType::f64;
+    const bool f32_result = a.dtype() == DType::f32 || b->dtype() == DType::f32 || a.dtype() != b->dtype();
+    if (g.ok() && any_f64 && out.dtype() != DType::f64)
       g.fail("dtype", "an f64 operand promotes the result to f64, got an f32 out");
+    else if (g.ok() && !any_f64 && !(f32_result && out.dtype() == DType::f32))
+      g.fail("dtype", "a " + std::string(dtype_name(a.dtype())) + " and a " + std::string(dtype_name(b->dtype())) +
+                          " operand promote to " + std::string(f32_result ? "f32" : dtype_name(a.dtype())) +
+                          ", got an " + std::string(dtype_name(out.dtype())) + " out");
   }
   g.throw_if_failed();
   detail::MixedParams p;
   p.op = op;
+  p.device = a.device().index;
   p.out_dtype = out.dtype();
   p.a_dtype = a.dtype();
   p.b_dtype = b ? b->dtype() : a.dtype();

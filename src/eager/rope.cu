@@ -4,6 +4,7 @@
 
 #include "common/entries.h"
 #include "cuda/check.h"
+#include "cuda/device_guard.h"
 #include "eager/rope_elementwise.h"
 
 namespace dfuse::eager::detail {
@@ -21,6 +22,7 @@ __global__ void mixed_kernel(MixedParams p) {
 void cuda_mixed(const MixedParams& p, Stream stream) {
   const int64_t n = p.layout.numel();
   if (n == 0) return;
+  const dfuse::detail::DeviceGuard device(p.device);
   const int threads = 256;
   const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 65535 * 8);
   mixed_kernel<<<unsigned(blocks), threads, 0, static_cast<cudaStream_t>(stream.handle)>>>(p);

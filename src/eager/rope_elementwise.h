@@ -15,6 +15,7 @@ enum class MixedOp : uint8_t { cast, neg, add, sub, mul };
 
 struct MixedParams {
   MixedOp op = MixedOp::cast;
+  int device = 0;  // CUDA device index of the operands (the kernel launches there)
   DType out_dtype = DType::f32, a_dtype = DType::f32, b_dtype = DType::f32;
   ElementwiseLayout layout;
   void* out = nullptr;

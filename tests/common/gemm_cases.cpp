@@ -40,6 +40,10 @@ std::vector<LinearCase> linear_cases(LinearOp op, bool model_shapes) {
       {.op = op, .batch = 1, .m = 3, .n = 40, .k = 256, .bias = false},
       {.op = op, .batch = 3, .m = 1, .n = 8, .k = 8, .seed = 9},
       {.op = op, .batch = 2, .m = 5, .n = 48, .k = 32, .out_rows_before = 3, .out_rows_after = 2, .seed = 4},
+      // One problem (shapes and strides) twice: out at the buffer's start, then one 272-byte row in,
+      // only 16-byte aligned; an algorithm cached for the first call must not be reused for the second.
+      {.op = op, .batch = 1, .m = 32, .n = 136, .k = 64, .out_rows_after = 1, .seed = 7},
+      {.op = op, .batch = 1, .m = 32, .n = 136, .k = 64, .out_rows_before = 1, .seed = 8},
   };
   if (model_shapes) {
     if (op == LinearOp::linear_gelu_tanh)

@@ -24,7 +24,7 @@ struct LinearCase {
 };
 
 // The cases every backend runs for `op`: batched and 2-D x, padded x rows, no bias, one-token
-// rows, out as rows of a taller buffer; with `model_shapes`, FLUX.1's FFN up-projection on a
+// rows, out as rows of a taller buffer (one problem at two alignments of out); with `model_shapes`, FLUX.1's FFN up-projection on a
 // slice of tokens (linear_gelu_tanh) or Qwen-Image's added QKV projection into the joint buffer.
 std::vector<LinearCase> linear_cases(LinearOp op, bool model_shapes);
 

@@ -43,6 +43,9 @@ std::vector<LayernormCase> small_layernorm_cases() {
       {.name = "d_not_multiple_of_chunks", .B = 2, .S = 3, .D = 1100, .mode = ModulationMode::per_batch},
       {.name = "odd_d_generic", .B = 2, .S = 5, .D = 77, .mode = ModulationMode::per_batch},
       {.name = "d_mod4_2_generic", .B = 1, .S = 4, .D = 1534, .mode = ModulationMode::per_token},
+      // Rows over 6144 elements: the vectorized CUDA kernel's uncached variant (re-reads x).
+      {.name = "d_over_6144_uncached_in_place", .B = 1, .S = 3, .D = 6400, .mode = ModulationMode::chunk6,
+       .in_place = true},
       {.name = "tiny_d", .B = 2, .S = 3, .D = 4, .mode = ModulationMode::per_batch},
       {.name = "d1_generic", .B = 1, .S = 6, .D = 1, .mode = ModulationMode::per_token},
       {.name = "single_token", .B = 1, .S = 1, .D = 320, .mode = ModulationMode::chunk6},

@@ -61,6 +61,11 @@ std::vector<RmsNormCase> small_rmsnorm_cases() {
        .amplitude = 300.0, .eps = 1e-5},
       {.name = "tiny_amplitude_eps_dominates", .B = 1, .S = 13, .D = 256, .mode = ModulationMode::per_batch,
        .amplitude = 1e-4, .eps = 1e-5},
+      // Few rows of unaligned length, the mean's lanes more than a warp: 3 rows of 1030 take the
+      // head-alignment step with 256 lanes (f32 squares; 128 for bf16/f16), one row of 4102 the tail
+      // step with 512 lanes.
+      {.name = "three_rows_head_alignment_256_lanes", .B = 1, .S = 3, .D = 1030, .mode = ModulationMode::per_token},
+      {.name = "one_row_tail_512_lanes", .B = 1, .S = 1, .D = 4102, .mode = ModulationMode::chunk6},
   };
 }
 

@@ -135,6 +135,25 @@ TEST(RopeHostArithmetic, EagerCastNarrowsThroughFloat) {
   EXPECT_EQ(out.bits, 0x3F80);
 }
 
+// The promoted binary replica takes only torch's result dtype: computing two f32 operands in double,
+// or two bf16 operands in f32 without the bf16 rounding, would not be the op torch runs.
+TEST(RopeHostArithmetic, EagerPromotedBinaryRequiresThePromotedDtype) {
+  float a = 1.0f / 3.0f, b = 3.0f, f32_out = 0.0f;
+  double f64_out = 0.0;
+  const bf16_t ha = bf(1.5f), hb = bf(2.0f);
+  const f16_t fb{0x4000};  // 2.0
+  const TensorView av(&a, DType::f32, {1}), bv(&b, DType::f32, {1});
+  const TensorView hav(const_cast<bf16_t*>(&ha), DType::bf16, {1}), hbv(const_cast<bf16_t*>(&hb), DType::bf16, {1});
+  const TensorView fbv(const_cast<f16_t*>(&fb), DType::f16, {1});
+  const TensorView f32v(&f32_out, DType::f32, {1}), f64v(&f64_out, DType::f64, {1});
+  EXPECT_THROW(eager::promoted_binary(eager::BinaryOp::mul, av, bv, f64v), Unsupported);
+  EXPECT_THROW(eager::promoted_binary(eager::BinaryOp::mul, hav, hbv, f32v), Unsupported);
+  eager::promoted_binary(eager::BinaryOp::mul, av, bv, f32v);
+  EXPECT_EQ(f32_out, a * b);
+  eager::promoted_binary(eager::BinaryOp::mul, hav, fbv, f32v);  // bf16 * f16 promotes to f32
+  EXPECT_EQ(f32_out, 3.0f);
+}
+
 // ---- guards ----------------------------------------------------------------------------------
 
 struct RopeGuards : ::testing::Test {

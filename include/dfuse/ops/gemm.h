@@ -20,7 +20,8 @@
 //   bias:   [N], x's dtype, contiguous; null for none
 //   out:    x's outer dims with last dim N, x's dtype, last dim contiguous, rows and batches at
 //           any non-overlapping strides (rows of a larger buffer), not overlapping the inputs
-// On CUDA, pointers and row/batch strides are 16-byte aligned (multiples of 8 elements).
+// On CUDA, pointers and row/batch strides are 16-byte aligned (multiples of 8 elements), and row
+// strides are at least the row length, also where a dim holds one row.
 #pragma once
 
 #include <string>

@@ -67,6 +67,8 @@ gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
 
+from .mount import mount  # noqa: E402  dfuse into a diffusers FluxTransformer2DModel at a quality tier
+
 __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
            "joint_qkv_cat", "pack_qkv_destination_major", "varlen_pack_qkv", "varlen_pack_segmented_qkv",
            "varlen_scatter_to_padded", "group_limited_topk", "rope_rotate_half", "interleaved_rope_fp64",
@@ -76,4 +78,4 @@ __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu",
            "temb_table_slices", "ltx2_ada_values", "scaled_residual_bf16", "timestep_embedding", "rmsnorm_scale_shift", "rmsnorm_decomposed_scale_shift", "qk_rmsnorm_native", "qk_rmsnorm",
            "rmsnorm_scale", "rmsnorm_tanh_residual", "qk_rmsnorm_storage_dtype",
            "linear_gelu_tanh", "qkv_projection_into", "gate_report",
-           "op_counters", "gate_reset", "library_path"]
+           "op_counters", "gate_reset", "library_path", "mount"]

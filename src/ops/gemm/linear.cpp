@@ -125,6 +125,12 @@ void check_linear(GuardList& g, const TensorView& x, const TensorView& weight, c
     if (!aligned(x.data(), {row_stride(x), batch_stride(x)}, t) || !aligned(weight.data(), {weight.stride(0)}, t) ||
         !aligned(out.data(), {row_stride(out), batch_stride(out)}, t) || (bias && !aligned(bias->data(), {}, t)))
       g.fail("alignment", "cuBLASLt needs 16-byte aligned pointers and row/batch strides (multiples of 8 elements)");
+    // A leading dimension below the row length is invalid in cuBLASLt's layouts even for a single
+    // row, whose stride torch leaves free (0 after expand).
+    if (row_stride(x) < k || weight.stride(0) < k || row_stride(out) < n)
+      g.fail("row_stride", "cuBLASLt needs row strides of at least the row length (K for x and weight, N for "
+                           "out), also for a single row; got " + strides_str(x) + ", " + strides_str(weight) +
+                               ", " + strides_str(out));
   }
 }
 
