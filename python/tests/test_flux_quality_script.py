@@ -60,12 +60,23 @@ def test_checkpoint_directory_loads(tmp_path):
     assert "| inf (identical) | 2/2 |" in text
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="on CPU the ops run the chain before the Gate")
 def test_kill_switch_sends_every_site_to_the_chain_and_says_why(tmp_path):
     out = tmp_path / "killed.md"
-    run_script("--tiny", "--steps", "2", "--device", "cpu", "--modes", "eager,lossless", "--out", str(out),
+    run_script("--tiny", "--steps", "2", "--device", "cuda", "--modes", "eager,lossless", "--out", str(out),
                cwd=tmp_path, DFUSE_DISABLE_OPS="all")
     text = out.read_text()
     assert "| inf (identical) | 2/2 |" in text
     # Three calls per site: the untimed warm-up forward and two steps.
     assert "| transformer_blocks.0.attn_residual | residual_gate_add | fell back | 0 | 3 |" in text
     assert "kill switch (DFUSE_DISABLE_OPS)" in text
+
+
+def test_cpu_sites_run_the_chain_and_say_why(tmp_path):
+    out = tmp_path / "cpu.md"
+    run_script("--tiny", "--steps", "2", "--device", "cpu", "--modes", "eager,lossless", "--out", str(out),
+               cwd=tmp_path)
+    text = out.read_text()
+    assert "| inf (identical) | 2/2 |" in text
+    assert "| transformer_blocks.0.attn_residual | residual_gate_add | chain | 0 | 3 |" in text
+    assert "CPU tensors: the op runs the aten chain" in text

@@ -1,21 +1,18 @@
 // Shared by the torch binding's op files (one per op family, each a TORCH_LIBRARY_FRAGMENT of the
 // dfuse library defined in torch_ops.cpp): at::Tensor -> dfuse::TensorView, the current stream,
-// and dfuse errors reported as torch errors.
+// and dfuse errors reported as torch errors. Bit-exact ops run through the Gate with
+// gate_runner.h.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/util/Exception.h>
 
 #include <optional>
-#include <string>
-#include <vector>
 
 #include "dfuse/core/device.h"
 #include "dfuse/core/error.h"
 #include "dfuse/core/tensor_view.h"
-#include "dfuse/policy/gate.h"
 
 namespace dfuse::torch_binding {
 
@@ -66,59 +63,6 @@ template <typename Run>
 void run_kernel(const char* op, Run run) {
   try {
     run();
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
-  }
-}
-
-// The integer type of t's element size, for bitwise comparisons through integer views.
-inline at::ScalarType same_size_integer(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
-  }
-}
-
-// Runs a bit-exact op through the first-sight Gate (dfuse/policy/gate.h). `outs` are the op's
-// outputs (one or more separate tensors); `fused()` writes them; `chain()` returns the eager
-// chain's results as a std::vector<at::Tensor> matching `outs` in shape and dtype (any strides):
-// the reference on first sight and, copied into `outs`, the fallback. `sig` holds the operands'
-// views; the SM is added here.
-template <typename Fused, typename Chain>
-void run_gated(const char* op, dfuse::Signature& sig, const std::vector<at::Tensor>& outs, Fused fused, Chain chain) {
-  bool capturing = false;
-  if (outs.front().is_cuda()) {
-    const cudaDeviceProp* props = at::cuda::getDeviceProperties(outs.front().get_device());
-    sig.set_sm(props->major, props->minor);
-    capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-  }
-  try {
-    dfuse::Gate::global().run(
-        sig, capturing, fused,
-        [&] {
-          const std::vector<at::Tensor> reference = chain();
-          for (size_t k = 0; k < outs.size(); ++k) outs[k].copy_(reference[k]);
-        },
-        [&]() -> std::string {
-          fused();
-          const std::vector<at::Tensor> reference = chain();
-          if (reference.size() != outs.size()) return "the chain returns another number of results";
-          for (size_t k = 0; k < outs.size(); ++k) {
-            const at::Tensor& out = outs[k];
-            if (reference[k].scalar_type() != out.scalar_type() || reference[k].sizes() != out.sizes())
-              return "result " + std::to_string(k) + " of the chain has another dtype or shape";
-            const at::Tensor dense = reference[k].contiguous();
-            const at::ScalarType bits = same_size_integer(out);
-            if (at::equal(out.view(bits), dense.view(bits))) continue;
-            const at::Tensor fused_host = out.cpu(), eager_host = dense.cpu();
-            return "result " + std::to_string(k) + ": " +
-                   dfuse::describe_bitwise_mismatch(fused_host.const_data_ptr(), eager_host.const_data_ptr(),
-                                                    *dfuse_dtype(out.scalar_type()), fused_host.numel());
-          }
-          return "";
-        });
   } catch (const dfuse::Error& e) {
     TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
   }

@@ -19,14 +19,18 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "dfuse/ops/adaln.h"
+#include "dfuse/policy/gate.h"
+#include "gate_runner.h"
 #include "tensor_views.h"
 
 namespace {
 
 using dfuse::TensorView;
+using dfuse::torch_binding::copy_results;
 using dfuse::torch_binding::input_view;
 using dfuse::torch_binding::run_gated;
 using dfuse::torch_binding::run_kernel;
@@ -94,16 +98,15 @@ std::vector<at::Tensor> temb_table_slices(const at::Tensor& table, const at::Ten
   const at::DimVector part_shape = temb_part_shape(table, temb);
   const auto vtable = input_view(table), vtemb = input_view(temb);
   if (!vtable || !vtemb || table.device() != temb.device()) return temb_table_slices_chain(table, temb);
-  const std::vector<at::Tensor> out = new_parts(kTembParts, part_shape, temb.options().dtype(at::kFloat));
+  std::vector<at::Tensor> out = new_parts(kTembParts, part_shape, temb.options().dtype(at::kFloat));
   const std::vector<TensorView> vout = views_of(out);
   if (!dfuse::can_use_temb_table_slices(*vtable, *vtemb, vout)) return temb_table_slices_chain(table, temb);
   dfuse::Signature sig("diffusion.temb_table_slices");
   sig.add(*vtable).add(*vtemb);
   for (const TensorView& v : vout) sig.add(v);
-  const dfuse::Stream stream = stream_of(temb);
   run_gated(
-      "temb_table_slices", sig, out, [&] { dfuse::temb_table_slices(*vtable, *vtemb, vout, stream); },
-      [&] { return temb_table_slices_chain(table, temb); });
+      "temb_table_slices", sig, out, [&](dfuse::Stream s) { dfuse::temb_table_slices(*vtable, *vtemb, vout, s); },
+      [&](std::span<at::Tensor> dst) { copy_results(dst, temb_table_slices_chain(table, temb)); });
   return out;
 }
 
@@ -124,17 +127,16 @@ std::vector<at::Tensor> ltx2_ada_values(const at::Tensor& table, const at::Tenso
   check_ltx2_shapes(table, timestep);
   const auto vtable = input_view(table), vtimestep = input_view(timestep);
   if (!vtable || !vtimestep || table.device() != timestep.device()) return ltx2_ada_values_chain(table, timestep);
-  const std::vector<at::Tensor> out =
+  std::vector<at::Tensor> out =
       new_parts(table.size(0), {timestep.size(0), timestep.size(1), table.size(1)}, timestep.options());
   const std::vector<TensorView> vout = views_of(out);
   if (!dfuse::can_use_ltx2_ada_values(*vtable, *vtimestep, vout)) return ltx2_ada_values_chain(table, timestep);
   dfuse::Signature sig("diffusion.ltx2_ada_values");
   sig.add(*vtable).add(*vtimestep);
   for (const TensorView& v : vout) sig.add(v);
-  const dfuse::Stream stream = stream_of(timestep);
   run_gated(
-      "ltx2_ada_values", sig, out, [&] { dfuse::ltx2_ada_values(*vtable, *vtimestep, vout, stream); },
-      [&] { return ltx2_ada_values_chain(table, timestep); });
+      "ltx2_ada_values", sig, out, [&](dfuse::Stream s) { dfuse::ltx2_ada_values(*vtable, *vtimestep, vout, s); },
+      [&](std::span<at::Tensor> dst) { copy_results(dst, ltx2_ada_values_chain(table, timestep)); });
   return out;
 }
 
@@ -156,10 +158,10 @@ at::Tensor scaled_residual_bf16(const at::Tensor& x, const at::Tensor& update, c
     return scaled_residual_chain(x, update, gate);
   dfuse::Signature sig("diffusion.scaled_residual_bf16");
   sig.add(*vx).add(*vupdate).add(*vgate).add(*vout);
-  const dfuse::Stream stream = stream_of(x);
   run_gated(
-      "scaled_residual_bf16", sig, {out}, [&] { dfuse::scaled_residual_bf16(*vx, *vupdate, *vgate, *vout, stream); },
-      [&] { return std::vector<at::Tensor>{scaled_residual_chain(x, update, gate)}; });
+      "scaled_residual_bf16", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::scaled_residual_bf16(*vx, *vupdate, *vgate, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(scaled_residual_chain(x, update, gate)); });
   return out;
 }
 

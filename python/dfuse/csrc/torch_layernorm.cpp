@@ -19,26 +19,24 @@
 // larger shape, ...) run the chain. The Meta implementation runs the chain on
 // meta tensors, which gives the chain's exact shape and dtype.
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <torch/library.h>
 
 #include <array>
 #include <optional>
-#include <string>
+#include <span>
 #include <tuple>
 
-#include "dfuse/core/error.h"
 #include "dfuse/ops/norm.h"
 #include "dfuse/policy/gate.h"
+#include "gate_runner.h"
 #include "tensor_views.h"
 
 namespace {
 
 using dfuse::TensorView;
 using dfuse::torch_binding::input_view;
-using dfuse::torch_binding::stream_of;
+using dfuse::torch_binding::run_gated;
 using dfuse::torch_binding::view_of;
 
 // F.layer_norm(x, (D,), eps=eps) * (1 + scale) + shift, as model code writes it.
@@ -46,57 +44,6 @@ at::Tensor layernorm_modulate_chain(const at::Tensor& x, const at::Tensor& scale
                                     double eps) {
   const at::Tensor normalized = at::layer_norm_symint(x, {x.sym_size(-1)}, {}, {}, eps);
   return at::add(at::mul(normalized, at::add(scale, 1)), shift);
-}
-
-at::ScalarType same_size_integer(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
-  }
-}
-
-// "" when `out` holds the bits of `reference`, else what differs.
-std::string compare(const at::Tensor& out, const at::Tensor& reference) {
-  if (reference.scalar_type() != out.scalar_type() || reference.sizes() != out.sizes())
-    return "the chain's result has another dtype or shape";
-  const at::ScalarType bits = same_size_integer(out);
-  const at::Tensor ref = reference.contiguous();
-  if (at::equal(out.view(bits), ref.view(bits))) return "";
-  const at::Tensor fused_host = out.cpu(), eager_host = ref.cpu();
-  return dfuse::describe_bitwise_mismatch(fused_host.const_data_ptr(), eager_host.const_data_ptr(),
-                                          *dfuse::torch_binding::dfuse_dtype(out.scalar_type()), fused_host.numel());
-}
-
-// Runs `fused` (writing `outs`) through the first-sight Gate, with `chain` (returning the chain's
-// results, one per output) as the reference and the fallback.
-template <size_t N, typename Fused, typename Chain>
-void gated(const char* op, dfuse::Signature& sig, const std::array<at::Tensor, N>& outs, Fused fused, Chain chain) {
-  bool capturing = false;
-  if (outs[0].is_cuda()) {
-    const cudaDeviceProp* props = at::cuda::getDeviceProperties(outs[0].get_device());
-    sig.set_sm(props->major, props->minor);
-    capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-  }
-  try {
-    dfuse::Gate::global().run(
-        sig, capturing, fused,
-        [&] {
-          const std::array<at::Tensor, N> refs = chain();
-          for (size_t i = 0; i < N; ++i) outs[i].copy_(refs[i]);
-        },
-        [&]() -> std::string {
-          fused();
-          const std::array<at::Tensor, N> refs = chain();
-          for (size_t i = 0; i < N; ++i)
-            if (std::string m = compare(outs[i], refs[i]); !m.empty())
-              return N > 1 ? "output " + std::to_string(i) + ": " + m : m;
-          return "";
-        });
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", op, ": ", e.what());
-  }
 }
 
 at::Tensor layernorm_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift, double eps) {
@@ -111,10 +58,10 @@ at::Tensor layernorm_modulate(const at::Tensor& x, const at::Tensor& scale, cons
     return layernorm_modulate_chain(x, scale, shift, eps);
   dfuse::Signature sig("diffusion.layernorm_modulate");
   sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(x);
-  gated<1>(
-      "layernorm_modulate", sig, {out}, [&] { dfuse::layernorm_modulate(*vx, *vscale, *vshift, eps, *vout, stream); },
-      [&] { return std::array<at::Tensor, 1>{layernorm_modulate_chain(x, scale, shift, eps)}; });
+  run_gated(
+      "layernorm_modulate", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::layernorm_modulate(*vx, *vscale, *vshift, eps, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(layernorm_modulate_chain(x, scale, shift, eps)); });
   return out;
 }
 
@@ -168,15 +115,16 @@ std::tuple<at::Tensor, at::Tensor> qk_head_layernorm(const at::Tensor& q, const 
     else sig.add_scalar("absent", 0.0);
   }
   sig.add(*vq_out).add(*vk_out).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(q);
-  gated<2>(
-      "qk_head_layernorm", sig, {q_out, k_out},
-      [&] {
-        dfuse::qk_head_layernorm(*vq, *vk, qw.ptr(), qb.ptr(), kw.ptr(), kb.ptr(), eps, *vq_out, *vk_out, stream);
+  std::array<at::Tensor, 2> outs = {q_out, k_out};
+  run_gated(
+      "qk_head_layernorm", sig, outs,
+      [&](dfuse::Stream s) {
+        dfuse::qk_head_layernorm(*vq, *vk, qw.ptr(), qb.ptr(), kw.ptr(), kb.ptr(), eps, *vq_out, *vk_out, s);
       },
-      [&] {
-        auto [qr, kr] = chain();
-        return std::array<at::Tensor, 2>{qr, kr};
+      [&](std::span<at::Tensor> dst) {
+        const auto [qr, kr] = chain();
+        dst[0].copy_(qr);
+        dst[1].copy_(kr);
       });
   return {q_out, k_out};
 }
@@ -223,11 +171,10 @@ at::Tensor fp32_layernorm_bf16(const at::Tensor& x, const std::optional<at::Tens
     else sig.add_scalar("absent", 0.0);
   }
   sig.add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(x);
-  gated<1>(
-      "fp32_layernorm_bf16", sig, {out},
-      [&] { dfuse::fp32_layernorm_bf16(*vx, w.ptr(), b.ptr(), eps, *vout, stream); },
-      [&] { return std::array<at::Tensor, 1>{chain()}; });
+  run_gated(
+      "fp32_layernorm_bf16", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::fp32_layernorm_bf16(*vx, w.ptr(), b.ptr(), eps, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(chain()); });
   return out;
 }
 
@@ -257,11 +204,10 @@ at::Tensor layernorm_folded_modulate(const at::Tensor& x, const at::Tensor& scal
     return layernorm_modulate_chain(x, scale, shift, eps);
   dfuse::Signature sig("diffusion.layernorm_folded_modulate");
   sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(x);
-  gated<1>(
-      "layernorm_folded_modulate", sig, {out},
-      [&] { dfuse::layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout, stream); },
-      [&] { return std::array<at::Tensor, 1>{layernorm_folded_chain(x, scale, shift, eps)}; });
+  run_gated(
+      "layernorm_folded_modulate", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(layernorm_folded_chain(x, scale, shift, eps)); });
   return out;
 }
 

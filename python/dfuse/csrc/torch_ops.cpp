@@ -11,14 +11,11 @@
 // implementation is the fake tensor rule torch.compile traces with.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <ATen/native/TypeProperties.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
-#include <c10/cuda/CUDAGuard.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <array>
-#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -26,17 +23,18 @@
 #include <string_view>
 #include <vector>
 
-#include "dfuse/core/error.h"
 #include "dfuse/core/tensor_view.h"
 #include "dfuse/ops/activation.h"
 #include "dfuse/ops/adaln.h"
 #include "dfuse/policy/gate.h"
+#include "gate_runner.h"
 #include "tensor_views.h"
 
 namespace {
 
 using dfuse::TensorView;
 using dfuse::torch_binding::input_view;
+using dfuse::torch_binding::run_gated;
 using dfuse::torch_binding::view_of;
 
 // ---- result dtype and shape, as the eager chain would produce them -------------------------------
@@ -181,43 +179,6 @@ constexpr OpInfo kBiasGlu{
     },
     [](const Inputs& in, at::Tensor& out) { bias_glu_eager(in[0], in.size() > 1 ? &in[1] : nullptr, out); }};
 
-// Everything one call needs, so that the Gate's callbacks capture a single reference and
-// std::function stores them without allocating.
-struct Call {
-  const OpInfo& op;
-  const Inputs& inputs;
-  at::Tensor& out;
-  std::array<TensorView, kMaxInputs> views;
-  TensorView vout;
-  dfuse::Stream stream;
-
-  Views input_views() const { return Views(views.data(), size_t(inputs.size())); }
-  void run_fused() const { op.fused(input_views(), vout, stream); }
-};
-
-at::ScalarType same_size_integer(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
-  }
-}
-
-// Runs the fused kernel into call.out and the eager chain into a scratch tensor; "" when every bit
-// matches (integer views, so -0/+0 and NaN payloads count), else where they differ.
-std::string verify(Call& call) {
-  call.run_fused();
-  at::Tensor reference = at::empty_like(call.out);
-  call.op.eager(call.inputs, reference);
-  const at::ScalarType bits = same_size_integer(call.out);
-  if (at::equal(call.out.view(bits), reference.view(bits))) return "";
-  const at::Tensor fused_host = call.out.cpu();
-  const at::Tensor eager_host = reference.cpu();
-  return dfuse::describe_bitwise_mismatch(fused_host.const_data_ptr(), eager_host.const_data_ptr(),
-                                          call.vout.dtype(), fused_host.numel());
-}
-
 // The device the eager chain computes on: the first operand off the CPU (0-dim CPU tensors
 // take part as scalars).
 c10::Device compute_device(const Inputs& in) {
@@ -227,45 +188,36 @@ c10::Device compute_device(const Inputs& in) {
 }
 
 // The views of the inputs and the output; false when a tensor has none or the kernel refuses them.
-bool fused_views(Call& call) {
-  for (int k = 0; k < call.inputs.size(); ++k) {
-    const auto v = input_view(call.inputs[k]);
+bool fused_views(const OpInfo& op, const Inputs& in, const at::Tensor& out, std::array<TensorView, kMaxInputs>& views,
+                 TensorView& vout) {
+  for (int k = 0; k < in.size(); ++k) {
+    const auto v = input_view(in[k]);
     if (!v) return false;
-    call.views[size_t(k)] = *v;
+    views[size_t(k)] = *v;
   }
-  const auto vout = view_of(call.out, call.out.mutable_data_ptr());
-  if (!vout) return false;
-  call.vout = *vout;
-  return call.op.can_use(call.input_views(), call.vout, nullptr);
+  const auto o = view_of(out, out.mutable_data_ptr());
+  if (!o) return false;
+  vout = *o;
+  return op.can_use(Views(views.data(), size_t(in.size())), vout, nullptr);
 }
 
 at::Tensor run(const OpInfo& op, const Inputs& in, at::IntArrayRef shape, at::ScalarType dtype) {
   const c10::Device device = compute_device(in);
   const c10::OptionalDeviceGuard device_guard(device);
   at::Tensor out = at::empty(shape, in[0].options().dtype(dtype).device(device));
-  Call call{op, in, out, {}, {}, {}};
-  if (!fused_views(call)) {
+  std::array<TensorView, kMaxInputs> views;
+  TensorView vout;
+  if (!fused_views(op, in, out, views, vout)) {
     op.eager(in, out);
     return out;
   }
-  try {
-    dfuse::Signature sig(op.name);
-    for (const TensorView& v : call.input_views()) sig.add(v);
-    sig.add(call.vout);
-    bool capturing = false;
-    if (device.is_cuda()) {
-      const cudaDeviceProp* props = at::cuda::getDeviceProperties(device.index());
-      sig.set_sm(props->major, props->minor);
-      // The c10 query: the tensors already live on this device, so its context exists.
-      capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-      call.stream.handle = at::cuda::getCurrentCUDAStream(device.index()).stream();
-    }
-    dfuse::Gate::global().run(
-        sig, capturing, [&call] { call.run_fused(); }, [&call] { call.op.eager(call.inputs, call.out); },
-        [&call] { return verify(call); });
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", op.name, ": ", e.what());
-  }
+  const Views input_views(views.data(), size_t(in.size()));
+  dfuse::Signature sig(op.name);
+  for (const TensorView& v : input_views) sig.add(v);
+  sig.add(vout);
+  run_gated(
+      op.name, sig, std::span<at::Tensor>(&out, 1), [&](dfuse::Stream s) { op.fused(input_views, vout, s); },
+      [&](std::span<at::Tensor> dst) { op.eager(in, dst[0]); });
   return out;
 }
 

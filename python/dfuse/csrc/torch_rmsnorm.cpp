@@ -30,13 +30,14 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <array>
 #include <optional>
+#include <span>
 #include <tuple>
-#include <vector>
 
-#include "dfuse/core/error.h"
 #include "dfuse/ops/rmsnorm.h"
 #include "dfuse/policy/gate.h"
+#include "gate_runner.h"
 #include "tensor_views.h"
 
 namespace {
@@ -44,7 +45,7 @@ namespace {
 using dfuse::RmsNormChain;
 using dfuse::TensorView;
 using dfuse::torch_binding::input_view;
-using dfuse::torch_binding::stream_of;
+using dfuse::torch_binding::run_gated;
 using dfuse::torch_binding::view_of;
 
 // F.rms_norm(x, (D,), weight, eps).
@@ -95,11 +96,10 @@ at::Tensor scale_shift(RmsNormChain chain, const at::Tensor& x, const std::optio
   sig.add(*vx);
   if (w) sig.add(*w);
   sig.add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(x);
-  dfuse::torch_binding::run_gated(
-      op_id(chain), sig, {out},
-      [&] { dfuse::rmsnorm_scale_shift(chain, *vx, w, eps, *vscale, *vshift, *vout, stream); },
-      [&] { return std::vector<at::Tensor>{scale_shift_chain(chain, x, weight, scale, shift, eps)}; });
+  run_gated(
+      op_id(chain), sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::rmsnorm_scale_shift(chain, *vx, w, eps, *vscale, *vshift, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(scale_shift_chain(chain, x, weight, scale, shift, eps)); });
   return out;
 }
 
@@ -148,10 +148,10 @@ at::Tensor rmsnorm_scale(const at::Tensor& x, const std::optional<at::Tensor>& w
   sig.add(*vx);
   if (w) sig.add(*w);
   sig.add(*vscale).add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(x);
-  dfuse::torch_binding::run_gated(
-      "rmsnorm_scale", sig, {out}, [&] { dfuse::rmsnorm_scale(*vx, w, eps, *vscale, *vout, stream); },
-      [&] { return std::vector<at::Tensor>{rmsnorm_scale_chain(x, weight, scale, eps)}; });
+  run_gated(
+      "rmsnorm_scale", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::rmsnorm_scale(*vx, w, eps, *vscale, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(rmsnorm_scale_chain(x, weight, scale, eps)); });
   return out;
 }
 
@@ -172,11 +172,10 @@ at::Tensor rmsnorm_tanh_residual(const at::Tensor& residual, const at::Tensor& g
   sig.add(*vres).add(*vgate).add(*vy);
   if (w) sig.add(*w);
   sig.add(*vout).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(y);
-  dfuse::torch_binding::run_gated(
-      "rmsnorm_tanh_residual", sig, {out},
-      [&] { dfuse::rmsnorm_tanh_residual(*vres, *vgate, *vy, w, eps, *vout, stream); },
-      [&] { return std::vector<at::Tensor>{rmsnorm_tanh_residual_chain(residual, gate, y, weight, eps)}; });
+  run_gated(
+      "rmsnorm_tanh_residual", sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::rmsnorm_tanh_residual(*vres, *vgate, *vy, w, eps, *vout, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(rmsnorm_tanh_residual_chain(residual, gate, y, weight, eps)); });
   return out;
 }
 
@@ -240,13 +239,14 @@ std::tuple<at::Tensor, at::Tensor> qk(RmsNormChain chain, const at::Tensor& q, c
   if (qw) sig.add(*qw);
   if (kw) sig.add(*kw);
   sig.add(*vqo).add_scalar("eps", eps);
-  const dfuse::Stream stream = stream_of(q);
-  dfuse::torch_binding::run_gated(
-      qk_op_id(chain), sig, {q_out, k_out},
-      [&] { dfuse::qk_rmsnorm(chain, *vq, *vk, qw, kw, eps, *vqo, *vko, stream); },
-      [&] {
-        auto [qn, kn] = qk_chain(chain, q, k, q_weight, k_weight, eps);
-        return std::vector<at::Tensor>{qn, kn};
+  std::array<at::Tensor, 2> outs = {q_out, k_out};
+  run_gated(
+      qk_op_id(chain), sig, outs,
+      [&](dfuse::Stream s) { dfuse::qk_rmsnorm(chain, *vq, *vk, qw, kw, eps, *vqo, *vko, s); },
+      [&](std::span<at::Tensor> dst) {
+        const auto [qn, kn] = qk_chain(chain, q, k, q_weight, k_weight, eps);
+        dst[0].copy_(qn);
+        dst[1].copy_(kn);
       });
   return {q_out, k_out};
 }

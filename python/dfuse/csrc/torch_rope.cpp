@@ -31,28 +31,27 @@
 // and k taken before the kernel runs, so a mismatch or a failed kernel still leaves q and k holding
 // the chain's result.
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <torch/library.h>
 
 #include <array>
 #include <optional>
-#include <string>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "dfuse/core/error.h"
 #include "dfuse/ops/rope.h"
 #include "dfuse/policy/gate.h"
+#include "gate_runner.h"
 #include "tensor_views.h"
 
 namespace {
 
 using dfuse::TensorView;
 using dfuse::torch_binding::input_view;
+using dfuse::torch_binding::run_gated;
 using dfuse::torch_binding::view_of;
 
 dfuse::RopeMath parse_math(std::string_view math) {
@@ -123,59 +122,6 @@ void interleaved_rotated(const at::Tensor& x, const at::Tensor& freqs_cos, const
   out.slice(-1, 1, std::nullopt, 2).copy_(x1 * sin + x2 * cos);
 }
 
-// ---- running a call through the Gate -------------------------------------------------------------
-
-at::ScalarType same_size_integer(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
-  }
-}
-
-// "" when `fused` and `eager` hold the same bits (integer views: -0/+0 and NaN payloads count).
-std::string compare_outputs(const at::Tensor& fused, const at::Tensor& eager) {
-  const at::ScalarType bits = same_size_integer(fused);
-  if (at::equal(fused.view(bits), eager.view(bits))) return "";
-  const at::Tensor f = fused.contiguous().cpu(), e = eager.contiguous().cpu();
-  return dfuse::describe_bitwise_mismatch(f.const_data_ptr(), e.const_data_ptr(), *dfuse::torch_binding::dfuse_dtype(
-                                                                                        fused.scalar_type()),
-                                          f.numel());
-}
-
-// Runs `fused` (the kernel into `outs`) or `eager` (the chain into the given tensors) as the Gate
-// decides for `sig` (the op, its tensor views and scalars); on first sight both, the chain into
-// scratch tensors.
-template <size_t N, typename Fused, typename Eager>
-void run_gated(dfuse::Signature sig, const c10::Device device, std::array<at::Tensor, N>& outs, Fused fused,
-               Eager eager) {
-  try {
-    bool capturing = false;
-    dfuse::Stream stream;
-    if (device.is_cuda()) {
-      const cudaDeviceProp* props = at::cuda::getDeviceProperties(device.index());
-      sig.set_sm(props->major, props->minor);
-      capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-      stream.handle = at::cuda::getCurrentCUDAStream(device.index()).stream();
-    }
-    dfuse::Gate::global().run(
-        sig, capturing, [&] { fused(stream); }, [&] { eager(outs); },
-        [&]() -> std::string {
-          fused(stream);
-          std::array<at::Tensor, N> reference;
-          for (size_t i = 0; i < N; ++i) reference[i] = at::empty_like(outs[i]);
-          eager(reference);
-          for (size_t i = 0; i < N; ++i)
-            if (auto diff = compare_outputs(outs[i], reference[i]); !diff.empty())
-              return "output " + std::to_string(i) + ": " + diff;
-          return "";
-        });
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", sig.op(), ": ", e.what());
-  }
-}
-
 // ---- the ops -------------------------------------------------------------------------------------
 
 // dtype of the chain's result: x's for fp32_opmath (the final .to), the promoted dtype otherwise.
@@ -189,44 +135,45 @@ at::Tensor rope_rotate_half(const at::Tensor& x, const at::Tensor& cos, const at
                             c10::string_view math_name) {
   const dfuse::RopeMath math = parse_math(std::string_view(math_name.data(), math_name.size()));
   const c10::OptionalDeviceGuard device_guard(x.device());
-  std::array<at::Tensor, 1> outs = {
-      at::empty(x.sizes(), x.options().dtype(rotate_half_dtype(x, cos, sin, math)))};
-  const auto eager = [&](std::array<at::Tensor, 1>& o) { rope_rotate_half_eager(x, cos, sin, math, o[0]); };
+  at::Tensor out = at::empty(x.sizes(), x.options().dtype(rotate_half_dtype(x, cos, sin, math)));
   const auto vx = input_view(x), vc = input_view(cos), vs = input_view(sin);
-  const auto vo = view_of(outs[0], outs[0].mutable_data_ptr());
+  const auto vo = view_of(out, out.mutable_data_ptr());
   if (!vx || !vc || !vs || !vo || !dfuse::can_use_rope_rotate_half(*vx, *vc, *vs, *vo, math)) {
-    eager(outs);
-    return outs[0];
+    rope_rotate_half_eager(x, cos, sin, math, out);
+    return out;
   }
   dfuse::Signature sig("diffusion.rope_rotate_half");
   sig.add(*vx).add(*vc).add(*vs).add(*vo).add_scalar("storage_dtype", math == dfuse::RopeMath::storage_dtype);
-  run_gated(std::move(sig), x.device(), outs,
-            [&](dfuse::Stream s) { dfuse::rope_rotate_half(*vx, *vc, *vs, *vo, math, s); }, eager);
-  return outs[0];
+  run_gated(
+      sig.op().c_str(), sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::rope_rotate_half(*vx, *vc, *vs, *vo, math, s); },
+      [&](std::span<at::Tensor> dst) { rope_rotate_half_eager(x, cos, sin, math, dst[0]); });
+  return out;
 }
 
 at::Tensor rope_interleaved_pairs(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   const c10::OptionalDeviceGuard device_guard(x.device());
-  std::array<at::Tensor, 1> outs = {at::empty(x.sizes(), x.options())};  // contiguous, as the Meta impl
-  const auto eager = [&](std::array<at::Tensor, 1>& o) { o[0].copy_(rope_interleaved_pairs_eager(x, cos, sin)); };
+  at::Tensor out = at::empty(x.sizes(), x.options());  // contiguous, as the Meta impl
   const auto vx = input_view(x), vc = input_view(cos), vs = input_view(sin);
-  const auto vo = view_of(outs[0], outs[0].mutable_data_ptr());
+  const auto vo = view_of(out, out.mutable_data_ptr());
   if (!vx || !vc || !vs || !vo || !dfuse::can_use_rope_interleaved_pairs(*vx, *vc, *vs, *vo)) {
-    eager(outs);  // torch's own errors for what it refuses
-    return outs[0];
+    out.copy_(rope_interleaved_pairs_eager(x, cos, sin));  // torch's own errors for what it refuses
+    return out;
   }
   dfuse::Signature sig("diffusion.rope_interleaved_pairs");
   sig.add(*vx).add(*vc).add(*vs).add(*vo);
-  run_gated(std::move(sig), x.device(), outs,
-            [&](dfuse::Stream s) { dfuse::rope_interleaved_pairs(*vx, *vc, *vs, *vo, s); }, eager);
-  return outs[0];
+  run_gated(
+      sig.op().c_str(), sig, std::span<at::Tensor>(&out, 1),
+      [&](dfuse::Stream s) { dfuse::rope_interleaved_pairs(*vx, *vc, *vs, *vo, s); },
+      [&](std::span<at::Tensor> dst) { dst[0].copy_(rope_interleaved_pairs_eager(x, cos, sin)); });
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor> interleaved_rope_fp64(const at::Tensor& q, const at::Tensor& k,
                                                          const at::Tensor& freqs_cos, const at::Tensor& freqs_sin) {
   const c10::OptionalDeviceGuard device_guard(q.device());
   std::array<at::Tensor, 2> outs = {at::empty_like(q), at::empty_like(k)};
-  const auto eager = [&](std::array<at::Tensor, 2>& o) {
+  const auto eager = [&](std::span<at::Tensor> o) {
     interleaved_rotated(q, freqs_cos, freqs_sin, o[0]);
     interleaved_rotated(k, freqs_cos, freqs_sin, o[1]);
   };
@@ -239,8 +186,9 @@ std::tuple<at::Tensor, at::Tensor> interleaved_rope_fp64(const at::Tensor& q, co
   }
   dfuse::Signature sig("diffusion.interleaved_rope_fp64");
   for (const TensorView* v : {&*vq, &*vk, &*vc, &*vs, &*vqo, &*vko}) sig.add(*v);
-  run_gated(std::move(sig), q.device(), outs,
-            [&](dfuse::Stream s) { dfuse::interleaved_rope_fp64(*vq, *vk, *vc, *vs, *vqo, *vko, s); }, eager);
+  run_gated(
+      sig.op().c_str(), sig, outs,
+      [&](dfuse::Stream s) { dfuse::interleaved_rope_fp64(*vq, *vk, *vc, *vs, *vqo, *vko, s); }, eager);
   return {outs[0], outs[1]};
 }
 
@@ -279,41 +227,23 @@ void fused_inplace_qknorm_rope(const at::Tensor& q, const at::Tensor& k, const s
   if (vkw) sig.add(*vkw);
   sig.add_scalar("eps", eps).add_scalar("storage_dtype", math == dfuse::RopeMath::storage_dtype);
   sig.add_scalar("diffusers_decomposed", chain == dfuse::RmsNormChain::diffusers_decomposed);
-  // q and k as they were before the kernel ran, kept by the first-sight verification.
+  // The outputs are q and k themselves. On first sight they are cloned before the kernel runs, and
+  // the chain reads the clones from then on (the verification's reference, and the fallback after a
+  // mismatch or a failed kernel).
+  std::array<at::Tensor, 2> outs = {q, k};
   std::optional<std::pair<at::Tensor, at::Tensor>> pristine;
-  const auto fused = [&](dfuse::Stream s) {
-    dfuse::fused_inplace_qknorm_rope(chain, *vq, *vk, vqw ? &*vqw : nullptr, vkw ? &*vkw : nullptr, eps, *vc, *vs,
-                                     math, s);
-  };
-  const auto eager = [&] {
-    const at::Tensor& q_src = pristine ? pristine->first : q;
-    const at::Tensor& k_src = pristine ? pristine->second : k;
-    qknorm_rope_eager(q_src, k_src, q_weight, k_weight, eps, cos, sin, chain, math, q, k);
-  };
-  try {
-    bool capturing = false;
-    dfuse::Stream stream;
-    if (q.is_cuda()) {
-      const cudaDeviceProp* props = at::cuda::getDeviceProperties(q.get_device());
-      sig.set_sm(props->major, props->minor);
-      capturing = c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-      stream.handle = at::cuda::getCurrentCUDAStream(q.get_device()).stream();
-    }
-    dfuse::Gate::global().run(
-        sig, capturing, [&] { fused(stream); }, eager,
-        [&]() -> std::string {
-          pristine.emplace(q.clone(), k.clone());
-          fused(stream);
-          const at::Tensor ref_q = at::empty_like(q), ref_k = at::empty_like(k);
-          qknorm_rope_eager(pristine->first, pristine->second, q_weight, k_weight, eps, cos, sin, chain, math, ref_q,
-                            ref_k);
-          if (auto diff = compare_outputs(q, ref_q); !diff.empty()) return "q: " + diff;
-          if (auto diff = compare_outputs(k, ref_k); !diff.empty()) return "k: " + diff;
-          return "";
-        });
-  } catch (const dfuse::Error& e) {
-    TORCH_CHECK(false, "dfuse ", sig.op(), ": ", e.what());
-  }
+  run_gated(
+      sig.op().c_str(), sig, outs,
+      [&](dfuse::Stream s) {
+        dfuse::fused_inplace_qknorm_rope(chain, *vq, *vk, vqw ? &*vqw : nullptr, vkw ? &*vkw : nullptr, eps, *vc,
+                                         *vs, math, s);
+      },
+      [&](std::span<at::Tensor> dst) {
+        const at::Tensor& q_src = pristine ? pristine->first : q;
+        const at::Tensor& k_src = pristine ? pristine->second : k;
+        qknorm_rope_eager(q_src, k_src, q_weight, k_weight, eps, cos, sin, chain, math, dst[0], dst[1]);
+      },
+      [&] { pristine.emplace(q.clone(), k.clone()); });
 }
 
 at::Tensor rope_rotate_half_meta(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,

@@ -48,9 +48,9 @@ verified signature stays fused and a disabled one stays on the chain, so the cou
 decisions as long as a site's input signature does not change within a batch; report() checks the
 sites' fused calls against the Gate's own per-op totals.
 
-On a CPU model the layernorm_modulate and qk_rmsnorm families stay off at every quality: their host
-kernels reproduce PyTorch's CUDA reduction order, not aten's CPU kernels, so against a CPU model they
-are not bit-exact (the Gate's first-sight check can match on one input and differ on the next).
+On a CPU model the sites are mounted but every bit-exact op runs the aten chain inside the op: dfuse's
+host kernels reproduce PyTorch's CUDA arithmetic, not aten's CPU kernels, so a first-sight check on
+CPU would not prove the next input (python/dfuse/csrc/gate_runner.h); the report says "chain".
 """
 
 from __future__ import annotations
@@ -646,14 +646,11 @@ class FluxMount:
 
     def _family_off(self) -> dict[str, str]:
         """Why each family that cannot be fused is off, whatever the quality: a site failed its static guard
-        (all-or-nothing), or the family is not bit-exact on the model's device."""
+        (all-or-nothing)."""
         off = {}
         for s in self._sites:
             if s.reject_reason and s.family not in off:
                 off[s.family] = f"site {s.name} failed ({s.reject_reason})"
-        if self._device().type == "cpu":
-            for family, why in _NOT_BIT_EXACT_ON_CPU.items():
-                off.setdefault(family, why)
         return off
 
     def _fused_families(self, quality: str) -> tuple[set, list]:
@@ -752,7 +749,9 @@ class FluxMount:
             site.fused_calls += 1
         elif fused == 0 and eager == 0:
             site.state = CHAIN
-            site.reason = "the op's guards refused these inputs; the op ran the eager chain (no Gate entry)"
+            site.reason = ("CPU tensors: the op runs the aten chain (dfuse's host kernels reproduce PyTorch's CUDA "
+                           "arithmetic, not aten's CPU kernels)" if self._device().type == "cpu" else
+                           "the op's guards refused these inputs; the op ran the eager chain (no Gate entry)")
             site.chain_calls += 1
         elif fused == 0:
             site.state = FELL_BACK
@@ -858,15 +857,6 @@ class FluxMount:
 
 
 # The Site counter a probed state's later calls go to.
-# Families whose host (CPU) kernels reproduce PyTorch's CUDA reduction order rather than aten's CPU kernels:
-# against a CPU model's eager chain they are not bit-exact (the Gate's first-sight check can match on the
-# first input and differ on the next), so they stay off on a CPU model at every quality.
-_NOT_BIT_EXACT_ON_CPU = {
-    family: f"{family} on CPU: the host kernel follows PyTorch's CUDA reduction order, not aten's CPU "
-            f"{norm}, so it is not bit-exact against this model's eager chain"
-    for family, norm in (("layernorm_modulate", "LayerNorm"), ("qk_rmsnorm", "RMSNorm"))
-}
-
 _COUNTED_AS = {VERIFIED: "fused_calls", FUSED: "fused_calls", FELL_BACK: "chain_calls", CHAIN: "chain_calls",
                MIXED: "chain_calls", UNCOUNTED: "unproven_calls"}
 
