@@ -74,6 +74,10 @@ run_bg() {
 GENERATOR=()
 command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 
+# diffusers for the FLUX.1 mount tests, from wheels carried in .whl/ (scripts/fetch_wheels.sh).
+if ! python3 -c "import diffusers" 2>/dev/null && [[ -d .whl ]]; then
+  run_step python_deps 120 python3 -m pip install -q --no-index --find-links .whl diffusers
+fi
 run_step env 60 bash -c 'nvidia-smi; nvcc --version; cmake --version | head -1
 compute-sanitizer --version | tail -1
 python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda)"'
