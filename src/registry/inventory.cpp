@@ -469,6 +469,28 @@ void register_rope(Registry& r) {
                        });
 }
 
+// The gated residual step fused with the next block's modulated norm (normalization family).
+void register_residual_norm(Registry& r) {
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.scale_residual_norm_scale_shift",
+                           .symbol = "scale_residual_norm_scale_shift",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous |
+                                                       layout_broadcast},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "r = residual + gate * update; "
+                                       "F.layer_norm(r, (D,), eps=eps) or F.rms_norm(r, (D,), weight, eps); "
+                                       "* (1 + scale) + shift; returns r and the modulated value",
+                           .models = {"LingBot Video", "Qwen-Image", "Wan 2.1"},
+                           .family = "norm",
+                           .description = "gated residual add + LayerNorm or RMSNorm + adaLN modulate in one "
+                                          "pass, r written once and never re-read from HBM; aten's norm path "
+                                          "for the fresh r; gate/scale/shift per batch, per token, chunk(6) "
+                                          "slices; D <= 8192",
+                       });
+}
+
 }  // namespace
 
 void register_inventory(Registry& r) {
@@ -480,6 +502,7 @@ void register_inventory(Registry& r) {
   register_layernorm(r);
   register_rmsnorm(r);
   register_rope(r);
+  register_residual_norm(r);
 }
 
 }  // namespace dfuse

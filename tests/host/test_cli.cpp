@@ -227,6 +227,60 @@ TEST(CliHarness, CatchesUnwrittenAndWrongOutputs) {
   EXPECT_EQ(flipped.unwritten, 0);
 }
 
+TEST(CliHarness, IndexOperandsHoldTheirValues) {
+  for (DType index_dtype : {DType::i32, DType::i64}) {
+    Case c;
+    c.dtype = DType::bf16;
+    c.inputs = {dense("x", {4, 2}), index_list("indices", {3, 0, -1, 2}, index_dtype)};
+    c.out_sizes = {4, 2};
+    EXPECT_EQ(c.min_bytes(), 8 * 2 + 4 * int64_t(dtype_size(index_dtype)) + 8 * 2);
+    const DeviceInputs inputs = upload_inputs(c, Device::host(), 5);
+    ASSERT_EQ(inputs.views[1].dtype(), index_dtype);
+    for (int64_t i = 0; i < 4; ++i)
+      EXPECT_EQ(load_as_double(inputs.views[1].data(), index_dtype, i), (std::vector<double>{3, 0, -1, 2})[i]);
+    c.inputs[1].index_values->pop_back();
+    EXPECT_THROW(upload_inputs(c, Device::host(), 5), InvalidArgument);
+  }
+}
+
+// Pack indices: sorted token positions in range; scatter: every packed row once, -1 elsewhere.
+TEST(CliCases, VarlenIndexOperandsAreValid) {
+  for (const char* op :
+       {"diffusion.varlen_pack_qkv", "diffusion.varlen_pack_segmented_qkv", "diffusion.varlen_scatter_to_padded"}) {
+    const CaseGenerator generate = find_cases(op);
+    ASSERT_NE(generate, nullptr) << op;
+    const auto cases = generate({Purpose::verify, shape_table(true)});
+    for (DType index_dtype : {DType::i32, DType::i64}) {
+      EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+        return c.inputs.back().dtype == index_dtype;
+      })) << op;
+    }
+    for (const Case& c : cases) {
+      const OperandSpec& index = c.inputs.back();
+      ASSERT_TRUE(index.index_values.has_value()) << op << " " << c.label;
+      const std::vector<int64_t>& values = *index.index_values;
+      if (c.op == "diffusion.varlen_scatter_to_padded") {
+        const int64_t rows = c.inputs[0].sizes[0];
+        std::vector<int> seen(size_t(rows), 0);
+        for (int64_t v : values) {
+          ASSERT_TRUE(v >= -1 && v < rows) << c.label;
+          if (v >= 0) ++seen[size_t(v)];
+        }
+        EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; })) << c.label;
+        EXPECT_LT(rows, int64_t(values.size())) << c.label << ": no padding";
+      } else {
+        int64_t tokens = 0;  // B * S over the q operands (prefix and main for the segmented pack)
+        for (size_t k = 0; k + 1 < c.inputs.size(); k += 3) tokens += c.inputs[k].sizes[0] * c.inputs[k].sizes[1];
+        EXPECT_EQ(int64_t(values.size()), c.out_sizes[1]) << c.label;
+        EXPECT_TRUE(std::is_sorted(values.begin(), values.end())) << c.label;
+        EXPECT_TRUE(std::adjacent_find(values.begin(), values.end()) == values.end()) << c.label;
+        EXPECT_TRUE(values.front() >= 0 && values.back() < tokens) << c.label;
+        EXPECT_LT(int64_t(values.size()), tokens) << c.label << ": no padding";
+      }
+    }
+  }
+}
+
 // ---- verify and bench through the command line -----------------------------------------------
 
 TEST(CliVerify, QuickPassesOnTheHost) {

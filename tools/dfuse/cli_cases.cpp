@@ -29,6 +29,13 @@ OperandSpec dense(std::string name, std::vector<int64_t> sizes) {
   return {std::move(name), std::move(sizes), std::move(strides), 0, stride};
 }
 
+OperandSpec index_list(std::string name, std::vector<int64_t> values, DType dtype) {
+  OperandSpec operand = dense(std::move(name), {int64_t(values.size())});
+  operand.dtype = dtype;
+  operand.index_values = std::move(values);
+  return operand;
+}
+
 OperandSpec chunk_slice(std::string name, int64_t batch, int64_t hidden, int chunks, int index) {
   const int64_t row = chunks * hidden;
   return {std::move(name), {batch, 1, hidden}, {row, row, 1}, index * hidden, batch * row};
@@ -44,7 +51,7 @@ int64_t Case::min_bytes() const {
   int64_t input_bytes = 0;
   for (const auto& input : inputs)
     input_bytes += input.distinct_elements() * int64_t(dtype_size(input.dtype_in(dtype)));
-  return input_bytes + out_numel() * int64_t(dtype_size(output_dtype()));
+  return input_bytes_read.value_or(input_bytes) + out_numel() * int64_t(dtype_size(output_dtype()));
 }
 
 std::string shape_str(const std::vector<int64_t>& sizes) {

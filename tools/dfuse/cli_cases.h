@@ -29,6 +29,9 @@ struct OperandSpec {
   int64_t offset = 0;            // elements from the start of the storage to the view
   int64_t storage_elements = 0;
   std::optional<DType> dtype;    // the operand's dtype when it is not the case's (fp32 / fp64 tables)
+  // Index data that an op needs valid (random data cannot be): one value per storage element,
+  // stored in the operand's (integer) dtype. Unset: random data as Case::values asks.
+  std::optional<std::vector<int64_t>> index_values;
 
   DType dtype_in(DType case_dtype) const { return dtype.value_or(case_dtype); }
 
@@ -39,6 +42,8 @@ struct OperandSpec {
 
 // A dense row-major operand.
 OperandSpec dense(std::string name, std::vector<int64_t> sizes);
+// A dense 1-D index operand of `dtype` (i32 or i64) holding `values`.
+OperandSpec index_list(std::string name, std::vector<int64_t> values, DType dtype);
 // Chunk `index` of `chunks` of a [batch, 1, chunks * hidden] tensor: the [batch, 1, hidden] slice
 // that `temb.chunk(6, dim=-1)` hands to adaLN ops (last dim contiguous, outer strides chunks *
 // hidden).
@@ -65,12 +70,16 @@ struct Case {
   int in_place_input = -1;         // >= 0: the fused run writes into this (dense) input
   bool eager_on_host = false;      // the eager chain computes on the host whatever the device: not timed
   Values values = Values::finite;
+  // The fewest input bytes an implementation reads, when it need not read every input element
+  // (a gather reads only the selected rows). Unset: every input element.
+  std::optional<int64_t> input_bytes_read;
   FusedRunner fused = nullptr;
   EagerRunner eager = nullptr;
 
   int64_t out_numel() const;
   DType output_dtype() const { return out_dtype.value_or(dtype); }
-  // Fewest bytes an implementation moves: each input element read once, the output written once.
+  // Fewest bytes an implementation moves: each input element read once (or input_bytes_read), the
+  // output written once.
   int64_t min_bytes() const;
 };
 

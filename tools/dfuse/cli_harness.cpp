@@ -200,7 +200,16 @@ DeviceInputs upload_inputs(const Case& c, Device device, uint64_t seed) {
     const DType dtype = c.inputs[k].dtype_in(c.dtype);
     const size_t bytes = size_t(c.inputs[k].storage_elements) * dtype_size(dtype);
     auto host = std::make_unique_for_overwrite<unsigned char[]>(bytes);
-    fill_random(host.get(), dtype, c.inputs[k].storage_elements, mix(seed + k), c.values);
+    if (const auto& values = c.inputs[k].index_values) {
+      if (int64_t(values->size()) != c.inputs[k].storage_elements)
+        throw InvalidArgument("operand " + c.inputs[k].name + ": " + std::to_string(values->size()) +
+                              " index values for " + std::to_string(c.inputs[k].storage_elements) +
+                              " storage elements");
+      for (size_t i = 0; i < values->size(); ++i)
+        store_from_double(host.get(), dtype, int64_t(i), double((*values)[i]));
+    } else {
+      fill_random(host.get(), dtype, c.inputs[k].storage_elements, mix(seed + k), c.values);
+    }
     DeviceBuffer buffer(device, bytes);
     rt.copy_to_device(buffer.data(), host.get(), bytes);
     inputs.storage.push_back(std::move(buffer));

@@ -58,7 +58,8 @@ struct DeviceInputs {
   std::vector<DeviceBuffer> storage;
   std::vector<TensorView> views;
 };
-// Host data per operand (seeded by `seed` and the operand's position), uploaded to `device`.
+// Host data per operand (random, seeded by `seed` and the operand's position, or the operand's
+// index_values), uploaded to `device`.
 DeviceInputs upload_inputs(const Case& c, Device device, uint64_t seed);
 // The views of `c`'s operands over existing storage (one buffer per operand).
 std::vector<TensorView> input_views(const Case& c, const std::vector<DeviceBuffer>& storage);

@@ -21,4 +21,18 @@ void cat_tokens_chain(const TensorView& img, const TensorView& txt, const Tensor
 void pack_qkv_destination_major_chain(const TensorView& q, const TensorView& k, const TensorView& v,
                                       const TensorView& out, Stream stream = {});
 
+// The varlen chains, computed on the host whatever the tensors' device (src/eager/varlen.cpp):
+// they move rows of bytes, so a host gather reproduces them exactly. Every tensor is contiguous;
+// indices are 1-D int32 or int64, and an index out of range throws InvalidArgument.
+// x.reshape(B * S, H, D).index_select(0, indices) into out [n, H, D], for x [B, S, H, D].
+void index_select_tokens_chain(const TensorView& x, const TensorView& indices, const TensorView& out,
+                               Stream stream = {});
+// torch.cat([prefix, main], dim=1).reshape(B * (Sp + Sm), H, D).index_select(0, indices) into out.
+void cat_index_select_tokens_chain(const TensorView& prefix, const TensorView& main, const TensorView& indices,
+                                   const TensorView& out, Stream stream = {});
+// torch.zeros(B * S, H, D).index_copy_(0, indices, x) into out [B, S, H, D], given by the inverse
+// indices: out token r is x[inv_indices[r]], or zeros where inv_indices[r] < 0.
+void scatter_tokens_to_padded_chain(const TensorView& x, const TensorView& inv_indices, const TensorView& out,
+                                    Stream stream = {});
+
 }  // namespace dfuse::eager

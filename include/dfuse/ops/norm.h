@@ -6,6 +6,7 @@
 // tensors. Outputs are caller-owned.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "dfuse/core/device.h"
@@ -81,5 +82,43 @@ bool can_use_fp32_layernorm_bf16(const TensorView& x, const TensorView* weight, 
                                  const TensorView& out, std::string* why = nullptr);
 void fp32_layernorm_bf16(const TensorView& x, const TensorView* weight, const TensorView* bias, double eps,
                          const TensorView& out, Stream stream = {});
+
+// ---- residual + norm -----------------------------------------------------------------------------
+
+// The norm of diffusion.scale_residual_norm_scale_shift.
+enum class ResidualNorm : uint8_t {
+  layer_norm,  // F.layer_norm(r, (D,), eps=eps), affine-free (weight must be null)
+  rms_norm,    // F.rms_norm(r, (D,), weight, eps), weight optional
+};
+
+// diffusion.scale_residual_norm_scale_shift: the gated residual step and the next block's
+// modulated norm in one pass,
+//   residual_out = residual + gate * update
+//   out          = norm(residual_out) * (1 + scale) + shift
+// bit-exact against PyTorch 2.11's eager CUDA chain in bf16, f16 and f32 (both outputs): the product
+// and the sum rounded to the storage dtype; the norm in the path aten takes for the chain's fresh,
+// contiguous r (vectorized when D % 4 == 0, for rms_norm also a 4-element aligned weight; else
+// generic) with that path's reduction order, the normalized value rounded once; then 1 + scale, the
+// product and the sum each rounded. One pass: r is written once and its statistics come from the
+// values the kernel computed (r is never re-read from memory).
+//   residual:      [..., D], rank 1..4, last dim contiguous, any outer strides, D <= 8192
+//   gate:          broadcastable to residual, last dim contiguous or size 1: per batch [B,1,D],
+//                  per token [B,S,1] or [B,S,D], chunk(6) slices of a [B,1,6D] table
+//   update:        broadcastable to residual (normally residual's shape), last dim contiguous
+//   weight:        rms_norm: null or [D] contiguous; layer_norm: must be null
+//   scale, shift:  as gate
+//   residual_out:  residual's shape, last dim contiguous; may be residual itself
+//   out:           residual's shape, last dim contiguous; overlaps no other operand
+// All operands share one dtype and one device; eps finite and >= 0. On the host rsqrt is correctly
+// rounded (CUDA: rsqrtf), so host results are bit-exact against the host eager replicas.
+bool can_use_scale_residual_norm_scale_shift(ResidualNorm norm, const TensorView& residual, const TensorView& gate,
+                                             const TensorView& update, const TensorView* weight, double eps,
+                                             const TensorView& scale, const TensorView& shift,
+                                             const TensorView& residual_out, const TensorView& out,
+                                             std::string* why = nullptr);
+void scale_residual_norm_scale_shift(ResidualNorm norm, const TensorView& residual, const TensorView& gate,
+                                     const TensorView& update, const TensorView* weight, double eps,
+                                     const TensorView& scale, const TensorView& shift, const TensorView& residual_out,
+                                     const TensorView& out, Stream stream = {});
 
 }  // namespace dfuse

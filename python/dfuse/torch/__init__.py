@@ -63,6 +63,7 @@ qkv_projection_into = torch.ops.dfuse.qkv_projection_into  # out.copy_(F.linear(
 rmsnorm_scale = torch.ops.dfuse.rmsnorm_scale  # RMSNorm(x) * scale, Z-Image's RMSNorm in x's dtype
 rmsnorm_tanh_residual = torch.ops.dfuse.rmsnorm_tanh_residual  # residual + torch.tanh(gate) * RMSNorm(y)
 qk_rmsnorm_storage_dtype = torch.ops.dfuse.qk_rmsnorm_storage_dtype  # (norm_q(q), norm_k(k)), Z-Image's RMSNorm in q's dtype
+scale_residual_norm_scale_shift = torch.ops.dfuse.scale_residual_norm_scale_shift  # r = residual + gate * update; (r, norm(r) * (1 + scale) + shift)
 gate_report = torch.ops.dfuse.gate_report
 op_counters = torch.ops.dfuse.op_counters  # [fused_calls, eager_calls, verifications, fallbacks]
 gate_reset = torch.ops.dfuse.gate_reset
@@ -77,5 +78,5 @@ __all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu",
            "layernorm_folded_modulate",
            "temb_table_slices", "ltx2_ada_values", "scaled_residual_bf16", "timestep_embedding", "rmsnorm_scale_shift", "rmsnorm_decomposed_scale_shift", "qk_rmsnorm_native", "qk_rmsnorm",
            "rmsnorm_scale", "rmsnorm_tanh_residual", "qk_rmsnorm_storage_dtype",
-           "linear_gelu_tanh", "qkv_projection_into", "gate_report",
+           "linear_gelu_tanh", "qkv_projection_into", "scale_residual_norm_scale_shift", "gate_report",
            "op_counters", "gate_reset", "library_path", "mount"]

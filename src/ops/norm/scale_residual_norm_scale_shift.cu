@@ -1,0 +1,148 @@
+// diffusion.scale_residual_norm_scale_shift: the CUDA kernel. One block per row, with aten's
+// statistics block for r's path (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh): 128 threads
+// for the vectorized path, 512 for the generic one. Each thread computes r for its 4-element chunks
+// (chunk i, i + blockDim, ...: aten's assignment on the vectorized path; single elements when
+// D % 4 != 0) from residual/gate/update (8-byte bf16/f16, 16-byte f32 accesses where aligned),
+// writes r once and stages it in shared memory as float; the block folds the statistics from the
+// staged row in aten's order, then each thread produces its outputs from the staged r, the weight
+// and scale/shift, and writes them once. residual is read before residual_out is written, element
+// by element by the same thread, so residual_out may be residual. Contract:
+// ops/norm/scale_residual_norm_scale_shift.h.
+#include "common/dispatch.h"
+#include "common/entries.h"
+#include "cuda/check.h"
+#include "cuda/device_guard.h"
+#include "cuda/layer_norm_stats.cuh"
+#include "cuda/rms_norm_stats.cuh"
+#include "ops/norm/scale_residual_norm_scale_shift.h"
+
+namespace dfuse::detail {
+
+namespace {
+
+// Which operands allow one 4-element access per chunk.
+struct ResidualNormVec {
+  bool residual, gate, update, scale, shift, r_out, out, weight;
+};
+
+template <typename T>
+__device__ void store_chunk4(T* row, int64_t i, const Chunk4<T>& c, bool vec) {
+  if (vec) {
+    *reinterpret_cast<Chunk4<T>*>(row + 4 * i) = c;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row[4 * i + k] = c.v[k];
+  }
+}
+
+// The row's statistics from the staged r, by the whole block (kThreads = the path's aten block).
+template <int kThreads>
+__device__ ResidualNormStats block_residual_norm_stats(const ScaleResidualNormParams& p, const float* row, int64_t n) {
+  if constexpr (kThreads == kLayerNormMomentsThreads) {
+    const LayerNormStats s = block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n);
+    if (p.norm == ResidualNormKind::layer_norm) return {s.mean, layer_norm_rstd(s.var, p.eps)};
+    return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
+  } else {
+    static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
+    if (p.norm == ResidualNormKind::rms_norm) return {0.0f, block_torch_rms_norm_rstd(row, n, p.eps)};
+    const LayerNormStats s = block_layer_norm_stats_vectorized(
+        [row](int64_t i, float v[4]) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[k] = row[4 * i + k];
+        },
+        n);
+    return {s.mean, layer_norm_rstd(s.var, p.eps)};
+  }
+}
+
+template <typename T, int kThreads>
+__global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResidualNormParams p, ResidualNormVec vec) {
+  extern __shared__ float staged[];
+  using S = Storage<T>;
+  const RowwiseParams& q = p.rows;
+  uint32_t idx[3];
+  q.geom.split(blockIdx.x, idx);
+  const auto in = [&](int k) { return static_cast<const T*>(q.in[k].data) + q.in[k].offset(idx); };
+  const T *residual = in(0), *gate = in(1), *update = in(2), *scale = in(3);
+  const T* shift = static_cast<const T*>(p.shift.data) + p.shift.offset(idx);
+  const T* weight = static_cast<const T*>(p.weight);
+  T* r_out = static_cast<T*>(q.out.data) + q.out.offset(idx);
+  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+  const int64_t cs_res = q.in[0].col_stride, cs_gate = q.in[1].col_stride, cs_upd = q.in[2].col_stride,
+                cs_scale = q.in[3].col_stride, cs_shift = p.shift.col_stride;
+  const int64_t n = q.geom.cols;
+  const int tid = threadIdx.x;
+  const ResidualGateAdd<T> gate_add;
+
+  if (n % 4 == 0) {
+    for (int64_t i = tid; i < n / 4; i += kThreads) {
+      const Chunk4<T> a = load_chunk4(residual, i, cs_res, vec.residual);
+      const Chunk4<T> g = load_chunk4(gate, i, cs_gate, vec.gate);
+      const Chunk4<T> u = load_chunk4(update, i, cs_upd, vec.update);
+      Chunk4<T> r;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
+        staged[4 * i + k] = S::load(r.v[k]);
+      }
+      store_chunk4(r_out, i, r, vec.r_out);
+    }
+  } else {
+    for (int64_t k = tid; k < n; k += kThreads) {
+      const T r = gate_add(residual[k * cs_res], gate[k * cs_gate], update[k * cs_upd]);
+      staged[k] = S::load(r);
+      r_out[k] = r;
+    }
+  }
+  __syncthreads();
+  const ResidualNormStats stats = block_residual_norm_stats<kThreads>(p, staged, n);
+
+  if (n % 4 == 0) {
+    for (int64_t i = tid; i < n / 4; i += kThreads) {
+      const Chunk4<T> sc = load_chunk4(scale, i, cs_scale, vec.scale);
+      const Chunk4<T> sh = load_chunk4(shift, i, cs_shift, vec.shift);
+      Chunk4<T> w{};
+      if (weight) w = load_chunk4(weight, i, 1, vec.weight);
+      Chunk4<T> o;
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        o.v[k] = scale_residual_norm_element<T>(p, staged[4 * i + k], stats, k, weight ? S::load(w.v[k]) : 1.0f,
+                                                sc.v[k], sh.v[k]);
+      store_chunk4(out, i, o, vec.out);
+    }
+  } else {
+    for (int64_t k = tid; k < n; k += kThreads)
+      out[k] = scale_residual_norm_element<T>(p, staged[k], stats, int(k % 4), weight ? S::load(weight[k]) : 1.0f,
+                                              scale[k * cs_scale], shift[k * cs_shift]);
+  }
+}
+
+void scale_residual_norm_cuda(const ScaleResidualNormParams& p, Stream stream) {
+  const int64_t rows = p.rows.geom.rows();
+  if (rows == 0 || p.rows.geom.cols == 0) return;
+  const DeviceGuard guard(p.rows.device);
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  const int vec_bytes = 4 * int(dtype_size(p.rows.dtype));
+  const auto aligned = [&](const RowOperand& op) {
+    return op.col_stride == 1 && rows_aligned(op, p.rows.dtype, vec_bytes);
+  };
+  const ResidualNormVec vec{aligned(p.rows.in[0]), aligned(p.rows.in[1]), aligned(p.rows.in[2]),
+                            aligned(p.rows.in[3]), aligned(p.shift),       aligned(p.rows.out),
+                            aligned(p.out),        reinterpret_cast<uintptr_t>(p.weight) % vec_bytes == 0};
+  const size_t smem = size_t(p.rows.geom.cols) * sizeof(float);
+  dispatch_bf16_f16_f32(p.rows.dtype, "scale_residual_norm_scale_shift", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.path == LayerNormPath::vectorized)
+      scale_residual_norm_kernel<T, kLayerNormVecThreads><<<unsigned(rows), kLayerNormVecThreads, smem, s>>>(p, vec);
+    else
+      scale_residual_norm_kernel<T, kLayerNormMomentsThreads>
+          <<<unsigned(rows), kLayerNormMomentsThreads, smem, s>>>(p, vec);
+  });
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+DFUSE_REGISTER_ENTRY(cuda, "scale_residual_norm_scale_shift", &scale_residual_norm_cuda);
+
+}  // namespace dfuse::detail
