@@ -41,6 +41,30 @@ OperandSpec chunk_slice(std::string name, int64_t batch, int64_t hidden, int chu
   return {std::move(name), {batch, 1, hidden}, {row, row, 1}, index * hidden, batch * row};
 }
 
+void append_scale_shift(const TokenShape& s, Modulation m, std::vector<OperandSpec>& inputs, std::string& label) {
+  // temb.chunk(6): shift, scale, gate of the attention branch, then of the MLP branch.
+  constexpr int kChunks = 6;
+  constexpr int kShiftChunk = 0;
+  constexpr int kScaleChunk = 1;
+  switch (m) {
+    case Modulation::per_batch:
+      inputs.push_back(dense("scale", {s.batch, 1, s.hidden}));
+      inputs.push_back(dense("shift", {s.batch, 1, s.hidden}));
+      label += " per-batch";
+      break;
+    case Modulation::per_token:
+      inputs.push_back(dense("scale", {s.batch, s.tokens, s.hidden}));
+      inputs.push_back(dense("shift", {s.batch, s.tokens, s.hidden}));
+      label += " per-token";
+      break;
+    case Modulation::chunk6:
+      inputs.push_back(chunk_slice("scale", s.batch, s.hidden, kChunks, kScaleChunk));
+      inputs.push_back(chunk_slice("shift", s.batch, s.hidden, kChunks, kShiftChunk));
+      label += " chunk6";
+      break;
+  }
+}
+
 int64_t Case::out_numel() const {
   int64_t n = 1;
   for (int64_t s : out_sizes) n *= s;

@@ -118,6 +118,16 @@ struct ShapeTable {
 // The model shapes, or (quick) the same hidden sizes with few tokens, for a slow host.
 const ShapeTable& shape_table(bool quick);
 
+// The layouts in which DiT blocks hand a [B, T, D] activation its scale and shift.
+enum class Modulation : uint8_t {
+  per_batch,  // dense [B, 1, D]
+  per_token,  // dense [B, T, D]
+  chunk6,     // [B, 1, D] slices of temb.chunk(6): scale is chunk 1, shift chunk 0
+};
+// Appends the "scale" and "shift" operands of activations `s` in layout `m` to `inputs`, and the
+// layout's name (" per-batch", " per-token", " chunk6") to `label`.
+void append_scale_shift(const TokenShape& s, Modulation m, std::vector<OperandSpec>& inputs, std::string& label);
+
 enum class Purpose : uint8_t { verify, bench };
 
 struct CaseRequest {

@@ -10,8 +10,6 @@ namespace {
 
 // temb.chunk(6): shift, scale, gate of the attention branch, then of the MLP branch.
 constexpr int kChunks = 6;
-constexpr int kShiftChunk = 0;
-constexpr int kScaleChunk = 1;
 constexpr int kGateChunk = 2;
 
 const CaseOp kModulate{
@@ -36,29 +34,11 @@ const CaseOp kResidualGate{
 
 // ---- modulate_scale_shift: x, scale, shift --------------------------------------------------
 
-enum class Modulation { per_batch, per_token, chunk6 };
-
 Case modulate(const TokenShape& s, Modulation m, DType dtype, Values values = Values::finite) {
   const std::vector<int64_t> x = {s.batch, s.tokens, s.hidden};
   std::vector<OperandSpec> inputs = {dense("x", x)};
   std::string label = s.name;
-  switch (m) {
-    case Modulation::per_batch:
-      inputs.push_back(dense("scale", {s.batch, 1, s.hidden}));
-      inputs.push_back(dense("shift", {s.batch, 1, s.hidden}));
-      label += " per-batch";
-      break;
-    case Modulation::per_token:
-      inputs.push_back(dense("scale", x));
-      inputs.push_back(dense("shift", x));
-      label += " per-token";
-      break;
-    case Modulation::chunk6:
-      inputs.push_back(chunk_slice("scale", s.batch, s.hidden, kChunks, kScaleChunk));
-      inputs.push_back(chunk_slice("shift", s.batch, s.hidden, kChunks, kShiftChunk));
-      label += " chunk6";
-      break;
-  }
+  append_scale_shift(s, m, inputs, label);
   return kModulate.make(label, dtype, std::move(inputs), x, values);
 }
 

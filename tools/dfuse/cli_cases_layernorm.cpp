@@ -16,10 +16,6 @@ namespace {
 
 // The eps of the models' norm1/norm2 (FLUX.1, Wan 2.1: nn.LayerNorm(..., eps=1e-6)).
 constexpr double kEps = 1e-6;
-// temb.chunk(6): shift, scale, gate of the attention branch, then of the MLP branch.
-constexpr int kChunks = 6;
-constexpr int kShiftChunk = 0;
-constexpr int kScaleChunk = 1;
 
 const CaseOp kLayernormModulate{
     "diffusion.layernorm_modulate",
@@ -42,8 +38,6 @@ const CaseOp kLayernormFolded{
     },
 };
 
-enum class Modulation { per_batch, per_token, chunk6 };
-
 // x of `s` (with `hidden` overridden for odd widths), starting `x_offset` elements into its storage.
 Case layernorm_modulate(const TokenShape& s, Modulation m, DType dtype, Values values = Values::finite,
                         int64_t x_offset = 0, const CaseOp& op = kLayernormModulate) {
@@ -56,23 +50,7 @@ Case layernorm_modulate(const TokenShape& s, Modulation m, DType dtype, Values v
     label += " x+" + std::to_string(x_offset);
   }
   std::vector<OperandSpec> inputs = {xs};
-  switch (m) {
-    case Modulation::per_batch:
-      inputs.push_back(dense("scale", {s.batch, 1, s.hidden}));
-      inputs.push_back(dense("shift", {s.batch, 1, s.hidden}));
-      label += " per-batch";
-      break;
-    case Modulation::per_token:
-      inputs.push_back(dense("scale", x));
-      inputs.push_back(dense("shift", x));
-      label += " per-token";
-      break;
-    case Modulation::chunk6:
-      inputs.push_back(chunk_slice("scale", s.batch, s.hidden, kChunks, kScaleChunk));
-      inputs.push_back(chunk_slice("shift", s.batch, s.hidden, kChunks, kShiftChunk));
-      label += " chunk6";
-      break;
-  }
+  append_scale_shift(s, m, inputs, label);
   return op.make(label, dtype, std::move(inputs), x, values);
 }
 

@@ -12,8 +12,6 @@ namespace {
 
 constexpr double kEps = 1e-6;
 constexpr int kChunks = 6;
-constexpr int kShiftChunk = 0;
-constexpr int kScaleChunk = 1;
 
 // Inputs {x, weight, scale, shift} or, without a weight, {x, scale, shift}.
 template <RmsNormChain kChain>
@@ -35,8 +33,6 @@ const CaseOp kDecomposedScaleShift{"diffusion.rmsnorm_decomposed_scale_shift",
                                    &fused_scale_shift<RmsNormChain::diffusers_decomposed>,
                                    &eager_scale_shift<RmsNormChain::diffusers_decomposed>};
 
-enum class Modulation { per_batch, per_token, chunk6 };
-
 Case scale_shift(const CaseOp& op, const TokenShape& s, Modulation m, bool weight, DType dtype,
                  Values values = Values::finite) {
   const std::vector<int64_t> x = {s.batch, s.tokens, s.hidden};
@@ -44,23 +40,7 @@ Case scale_shift(const CaseOp& op, const TokenShape& s, Modulation m, bool weigh
   std::string label = s.name;
   if (weight) inputs.push_back(dense("weight", {s.hidden}));
   else label += " no-weight";
-  switch (m) {
-    case Modulation::per_batch:
-      inputs.push_back(dense("scale", {s.batch, 1, s.hidden}));
-      inputs.push_back(dense("shift", {s.batch, 1, s.hidden}));
-      label += " per-batch";
-      break;
-    case Modulation::per_token:
-      inputs.push_back(dense("scale", x));
-      inputs.push_back(dense("shift", x));
-      label += " per-token";
-      break;
-    case Modulation::chunk6:
-      inputs.push_back(chunk_slice("scale", s.batch, s.hidden, kChunks, kScaleChunk));
-      inputs.push_back(chunk_slice("shift", s.batch, s.hidden, kChunks, kShiftChunk));
-      label += " chunk6";
-      break;
-  }
+  append_scale_shift(s, m, inputs, label);
   return op.make(label, dtype, std::move(inputs), x, values);
 }
 

@@ -46,21 +46,33 @@ at::Tensor layernorm_modulate_chain(const at::Tensor& x, const at::Tensor& scale
   return at::add(at::mul(normalized, at::add(scale, 1)), shift);
 }
 
-at::Tensor layernorm_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift, double eps) {
-  const c10::OptionalDeviceGuard device_guard(x.device());
+struct ModulateViews {
+  TensorView x, scale, shift;
+};
+
+// x, scale and shift as dfuse views when a fused LayerNorm + modulate op can be asked about them
+// (x of rank >= 1, scale and shift of x's dtype and device); nullopt: the caller keeps the chain.
+std::optional<ModulateViews> modulate_views(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift) {
   const auto vx = input_view(x), vscale = input_view(scale), vshift = input_view(shift);
   if (!vx || !vscale || !vshift || x.dim() == 0 || scale.scalar_type() != x.scalar_type() ||
       shift.scalar_type() != x.scalar_type() || scale.device() != x.device() || shift.device() != x.device())
-    return layernorm_modulate_chain(x, scale, shift, eps);
+    return std::nullopt;
+  return ModulateViews{*vx, *vscale, *vshift};
+}
+
+at::Tensor layernorm_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift, double eps) {
+  const c10::OptionalDeviceGuard device_guard(x.device());
+  const auto v = modulate_views(x, scale, shift);
+  if (!v) return layernorm_modulate_chain(x, scale, shift, eps);
   at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   const auto vout = view_of(out, out.mutable_data_ptr());
-  if (!vout || !dfuse::can_use_layernorm_modulate(*vx, *vscale, *vshift, eps, *vout))
+  if (!vout || !dfuse::can_use_layernorm_modulate(v->x, v->scale, v->shift, eps, *vout))
     return layernorm_modulate_chain(x, scale, shift, eps);
   dfuse::Signature sig("diffusion.layernorm_modulate");
-  sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
+  sig.add(v->x).add(v->scale).add(v->shift).add(*vout).add_scalar("eps", eps);
   run_gated(
       "layernorm_modulate", sig, std::span<at::Tensor>(&out, 1),
-      [&](dfuse::Stream s) { dfuse::layernorm_modulate(*vx, *vscale, *vshift, eps, *vout, s); },
+      [&](dfuse::Stream s) { dfuse::layernorm_modulate(v->x, v->scale, v->shift, eps, *vout, s); },
       [&](std::span<at::Tensor> dst) { dst[0].copy_(layernorm_modulate_chain(x, scale, shift, eps)); });
   return out;
 }
@@ -193,20 +205,18 @@ at::Tensor layernorm_folded_chain(const at::Tensor& x, const at::Tensor& scale, 
 at::Tensor layernorm_folded_modulate(const at::Tensor& x, const at::Tensor& scale, const at::Tensor& shift,
                                      double eps) {
   const c10::OptionalDeviceGuard device_guard(x.device());
-  const auto vx = input_view(x), vscale = input_view(scale), vshift = input_view(shift);
-  if (!vx || !vscale || !vshift || x.dim() == 0 || scale.scalar_type() != x.scalar_type() ||
-      shift.scalar_type() != x.scalar_type() || scale.device() != x.device() || shift.device() != x.device())
-    return layernorm_modulate_chain(x, scale, shift, eps);
+  const auto v = modulate_views(x, scale, shift);
+  if (!v) return layernorm_modulate_chain(x, scale, shift, eps);
   at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   const auto vout = view_of(out, out.mutable_data_ptr());
   // Layouts the fold does not take (a scale/shift row per batch, ...) keep the lossless chain.
-  if (!vout || !dfuse::can_use_layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout))
+  if (!vout || !dfuse::can_use_layernorm_folded_modulate(v->x, v->scale, v->shift, eps, *vout))
     return layernorm_modulate_chain(x, scale, shift, eps);
   dfuse::Signature sig("diffusion.layernorm_folded_modulate");
-  sig.add(*vx).add(*vscale).add(*vshift).add(*vout).add_scalar("eps", eps);
+  sig.add(v->x).add(v->scale).add(v->shift).add(*vout).add_scalar("eps", eps);
   run_gated(
       "layernorm_folded_modulate", sig, std::span<at::Tensor>(&out, 1),
-      [&](dfuse::Stream s) { dfuse::layernorm_folded_modulate(*vx, *vscale, *vshift, eps, *vout, s); },
+      [&](dfuse::Stream s) { dfuse::layernorm_folded_modulate(v->x, v->scale, v->shift, eps, *vout, s); },
       [&](std::span<at::Tensor> dst) { dst[0].copy_(layernorm_folded_chain(x, scale, shift, eps)); });
   return out;
 }

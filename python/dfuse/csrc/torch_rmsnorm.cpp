@@ -325,7 +325,8 @@ TORCH_LIBRARY_FRAGMENT(dfuse, m) {
 }
 
 // The same kernels serve CUDA and CPU tensors (the dfuse op picks its backend by device).
-TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
+namespace {
+void register_device_impls(torch::Library& m) {
   m.impl("qk_rmsnorm_storage_dtype", &qk_rmsnorm_storage_dtype);
   m.impl("rmsnorm_scale", &rmsnorm_scale);
   m.impl("rmsnorm_tanh_residual", &rmsnorm_tanh_residual);
@@ -334,15 +335,11 @@ TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
   m.impl("qk_rmsnorm_native", &qk_rmsnorm_native);
   m.impl("qk_rmsnorm", &qk_rmsnorm);
 }
-TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
-  m.impl("qk_rmsnorm_storage_dtype", &qk_rmsnorm_storage_dtype);
-  m.impl("rmsnorm_scale", &rmsnorm_scale);
-  m.impl("rmsnorm_tanh_residual", &rmsnorm_tanh_residual);
-  m.impl("rmsnorm_scale_shift", &rmsnorm_scale_shift);
-  m.impl("rmsnorm_decomposed_scale_shift", &rmsnorm_decomposed_scale_shift);
-  m.impl("qk_rmsnorm_native", &qk_rmsnorm_native);
-  m.impl("qk_rmsnorm", &qk_rmsnorm);
-}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
+
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("qk_rmsnorm_storage_dtype", &qk_rmsnorm_storage_dtype_meta);
   m.impl("rmsnorm_scale", &rmsnorm_scale_meta);

@@ -279,18 +279,18 @@ TORCH_LIBRARY_FRAGMENT(dfuse, m) {
 }
 
 // The same kernels serve CUDA and CPU tensors (the dfuse op picks its backend by device).
-TORCH_LIBRARY_IMPL(dfuse, CUDA, m) {
+namespace {
+void register_device_impls(torch::Library& m) {
   m.impl("rope_rotate_half", &rope_rotate_half);
   m.impl("rope_interleaved_pairs", &rope_interleaved_pairs);
   m.impl("interleaved_rope_fp64", &interleaved_rope_fp64);
   m.impl("fused_inplace_qknorm_rope", &fused_inplace_qknorm_rope);
 }
-TORCH_LIBRARY_IMPL(dfuse, CPU, m) {
-  m.impl("rope_rotate_half", &rope_rotate_half);
-  m.impl("rope_interleaved_pairs", &rope_interleaved_pairs);
-  m.impl("interleaved_rope_fp64", &interleaved_rope_fp64);
-  m.impl("fused_inplace_qknorm_rope", &fused_inplace_qknorm_rope);
-}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(dfuse, CUDA, m) { register_device_impls(m); }
+TORCH_LIBRARY_IMPL(dfuse, CPU, m) { register_device_impls(m); }
+
 TORCH_LIBRARY_IMPL(dfuse, Meta, m) {
   m.impl("rope_rotate_half", &rope_rotate_half_meta);
   m.impl("rope_interleaved_pairs", &rope_interleaved_pairs_meta);

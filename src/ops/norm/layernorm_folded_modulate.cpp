@@ -7,6 +7,7 @@
 #include "common/guards.h"
 #include "common/rowwise_guards.h"
 #include "dfuse/ops/norm.h"
+#include "ops/norm/layernorm_modulate_guards.h"
 
 namespace dfuse {
 
@@ -25,17 +26,14 @@ void check_single_row(detail::GuardList& g, const char* name, const TensorView& 
 detail::GuardList check(const TensorView& x, const TensorView& scale, const TensorView& shift,
                         const TensorView& out) {
   detail::GuardList g(kOp);
-  detail::check_rowwise_input(g, "x", x);
-  if (g.ok() && x.size(-1) == 0) g.fail("shape", "x must have a non-empty last dim (D), got " + detail::shape_str(x));
-  detail::check_rowwise_operand(g, "scale", scale, x);
-  detail::check_rowwise_operand(g, "shift", shift, x);
+  detail::check_layernorm_modulate_inputs(g, x, scale, shift);
   for (const auto* t : {&scale, &shift})
     if (g.ok() && (t->dim() == 0 || t->size(-1) != x.size(-1)))
       g.fail("broadcast", std::string(t == &scale ? "scale" : "shift") + " must have D = " +
                               std::to_string(x.size(-1)) + " elements per row, got " + detail::shape_str(*t));
   check_single_row(g, "scale", scale);
   check_single_row(g, "shift", shift);
-  detail::check_rowwise_output(g, out, x, {{"x", &x, true}, {"scale", &scale, false}, {"shift", &shift, false}});
+  detail::check_layernorm_modulate_output(g, out, x, scale, shift);
   return g;
 }
 

@@ -7,6 +7,7 @@
 #include "common/guards.h"
 #include "common/rowwise_guards.h"
 #include "dfuse/ops/norm.h"
+#include "ops/norm/layernorm_modulate_guards.h"
 
 namespace dfuse {
 
@@ -17,11 +18,8 @@ constexpr const char* kOp = "layernorm_modulate";
 detail::GuardList check(const TensorView& x, const TensorView& scale, const TensorView& shift,
                         const TensorView& out) {
   detail::GuardList g(kOp);
-  detail::check_rowwise_input(g, "x", x);
-  if (g.ok() && x.dim() > 0 && x.size(-1) == 0) g.fail("shape", "x must have a non-empty last dim (D), got " + detail::shape_str(x));
-  detail::check_rowwise_operand(g, "scale", scale, x);
-  detail::check_rowwise_operand(g, "shift", shift, x);
-  detail::check_rowwise_output(g, out, x, {{"x", &x, true}, {"scale", &scale, false}, {"shift", &shift, false}});
+  detail::check_layernorm_modulate_inputs(g, x, scale, shift);
+  detail::check_layernorm_modulate_output(g, out, x, scale, shift);
   return g;
 }
 
