@@ -5,7 +5,8 @@
 Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]; silu_mul with separate and packed gate/up
 inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide; linear_gelu_tanh as
 the FFN up-projection D -> 4D at FLUX.1's shape; layernorm_modulate / rmsnorm_scale_shift with eps 1e-6 and
-per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] with fp32 tables) it reports the median kernel time from
+per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] and rope_interleaved_pairs on
+[B, D/128, S, 128] (FLUX's layout), fp32 tables) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
 over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
@@ -128,6 +129,21 @@ def rope_inputs(shape):
     return rand((b, s, d // 128, 128), 1.0), angles.cos(), angles.sin()
 
 
+def flux_rope_chain(x, cos, sin):
+    """diffusers apply_rotary_emb(use_real=True, use_real_unbind_dim=-1) (FLUX.1) on x [B, H, S, D], with fp32
+    tables already broadcast as [1, 1, S, D]."""
+    x_real, x_imag = x.reshape(*x.shape[:-1], -1, 2).unbind(-1)
+    x_rotated = torch.stack([-x_imag, x_real], dim=-1).flatten(3)
+    return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
+
+
+def flux_rope_inputs(shape):
+    """q as FLUX's attention holds it, [B, H, S, 128] (transposed from a [B, S, H * 128] projection)."""
+    b, s, d = shape
+    angles = torch.rand((1, 1, s, 64), device="cuda").repeat_interleave(2, dim=-1) * 6.28
+    return rand((b, s, d // 128, 128), 1.0).transpose(1, 2), angles.cos(), angles.sin()
+
+
 def bitwise_equal(out, ref):
     return bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
 
@@ -151,13 +167,14 @@ OPS = {
     "layernorm_modulate": Op(dt.layernorm_modulate, layernorm_modulate_chain, modulate_inputs),
     "rmsnorm_scale_shift": Op(dt.rmsnorm_scale_shift, rmsnorm_scale_shift_chain, rmsnorm_inputs),
     "rope_rotate_half": Op(dt.rope_rotate_half, rope_chain, rope_inputs),
+    "rope_interleaved_pairs": Op(dt.rope_interleaved_pairs, flux_rope_chain, flux_rope_inputs),
     # A GEMM: its GB/s column is not a roofline; its time is.
     "linear_gelu_tanh": Op(dt.linear_gelu_tanh, linear_gelu_chain, linear_gelu_inputs, within_linear_gelu_bound,
                            {"FLUX.1": SHAPES["FLUX.1"]}),
 }
 # Ops that run through the first-sight Gate, which counts their fused calls.
 GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "layernorm_modulate",
-         "rmsnorm_scale_shift", "rope_rotate_half"}
+         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs"}
 
 
 def nbytes(t):
