@@ -1,6 +1,7 @@
 """Builds the dfuse torch extension (python/dfuse/csrc/*.cpp) against a CMake build of libdfuse.
 
     python3 python/build_torch_ext.py --cmake-build build-gpu [--out DIR] [--verbose]
+    python3 python/build_torch_ext.py --print-cxx
 
 Links libdfuse.so from the CMake build directory (with an rpath to it; libdfuse finds libdfuse_cuda.so
 beside itself) and prints the path of the built library, which `dfuse.torch` loads from $DFUSE_TORCH_LIB or,
@@ -81,7 +82,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "python" / "dfuse" / "_lib",
                         help="where the extension is built (default: python/dfuse/_lib)")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--print-cxx", action="store_true",
+                        help="print the C++ compiler that links libstdc++ shared, and build nothing")
     args = parser.parse_args()
+    if args.print_cxx:
+        print(shared_libstdcxx_compiler())
+        return 0
     print(build(args.cmake_build.resolve(), args.out.resolve(), args.verbose))
     return 0
 

@@ -81,7 +81,14 @@ fi
 run_step env 60 bash -c 'nvidia-smi; nvcc --version; cmake --version | head -1
 compute-sanitizer --version | tail -1
 python3 -c "import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda)"'
+# libdfuse is loaded into Python beside torch's shared libstdc++: build it with a compiler that links
+# libstdc++ shared too (this machine's $CXX links it statically), and start afresh if the cache holds another.
+CXX_SHARED=$(python3 python/build_torch_ext.py --print-cxx)
+if [[ -f $BUILD/CMakeCache.txt ]] && ! grep -q "^CMAKE_CXX_COMPILER:[A-Z]*=$CXX_SHARED\$" "$BUILD/CMakeCache.txt"; then
+  rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+fi
 run_step configure 90 cmake -S . -B "$BUILD" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER="$CXX_SHARED" -DCMAKE_CUDA_HOST_COMPILER="$CXX_SHARED" \
   -DCMAKE_CUDA_ARCHITECTURES=90a -DDFUSE_CUDA=ON -DDFUSE_TESTS=ON
 # libdfuse alone first, so that the torch extension builds while the CUDA backend compiles.
 run_step build_core 120 cmake --build "$BUILD" --target dfuse -j16
