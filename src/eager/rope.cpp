@@ -90,6 +90,31 @@ TensorView every_other(const TensorView& t, int64_t first) {
   return TensorView(base, t.dtype(), sizes.data(), strides.data(), t.dim(), t.device());
 }
 
+// y = (x.float() * cos + rotated.float() * sin).to(x.dtype), the fp32-opmath RoPE combine of
+// diffusers' apply_rotary_emb; .float() and .to() of an f32 tensor return it unchanged. Takes up
+// to five scratch tensors.
+void combine_fp32_opmath(const TensorView& x, const TensorView& rotated, const TensorView& cos, const TensorView& sin,
+                         const TensorView& y, Scratch& scratch, Stream stream) {
+  const DType t = x.dtype();
+  TensorView x_f = x, rotated_f = rotated;
+  if (t != DType::f32) {
+    x_f = scratch.take(DType::f32);
+    cast(x, x_f, stream);
+    rotated_f = scratch.take(DType::f32);
+    cast(rotated, rotated_f, stream);
+  }
+  const TensorView a = scratch.take(DType::f32), b = scratch.take(DType::f32);
+  promoted_binary(BinaryOp::mul, x_f, cos, a, stream);
+  promoted_binary(BinaryOp::mul, rotated_f, sin, b, stream);
+  if (t == DType::f32) {
+    promoted_binary(BinaryOp::add, a, b, y, stream);
+  } else {
+    const TensorView sum = scratch.take(DType::f32);
+    promoted_binary(BinaryOp::add, a, b, sum, stream);
+    cast(sum, y, stream);
+  }
+}
+
 }  // namespace
 
 void cast(const TensorView& src, const TensorView& dst, Stream stream) {
@@ -127,25 +152,7 @@ void rope_rotate_half_chain(const TensorView& x, const TensorView& cos, const Te
   copy(x1, rotated.narrow(-1, half, half), stream);
   TensorView y = scratch.take(t);
   if (math == RopeMath::fp32_opmath) {
-    // (x_rot.float() * cos + x_rotated.float() * sin).to(x.dtype); .float() and .to() of an
-    // f32 tensor return it unchanged.
-    TensorView x_f = x_rot, rotated_f = rotated;
-    if (t != DType::f32) {
-      x_f = scratch.take(DType::f32);
-      cast(x_rot, x_f, stream);
-      rotated_f = scratch.take(DType::f32);
-      cast(rotated, rotated_f, stream);
-    }
-    const TensorView a = scratch.take(DType::f32), b = scratch.take(DType::f32);
-    promoted_binary(BinaryOp::mul, x_f, cos, a, stream);
-    promoted_binary(BinaryOp::mul, rotated_f, sin, b, stream);
-    if (t == DType::f32) {
-      promoted_binary(BinaryOp::add, a, b, y, stream);
-    } else {
-      const TensorView sum = scratch.take(DType::f32);
-      promoted_binary(BinaryOp::add, a, b, sum, stream);
-      cast(sum, y, stream);
-    }
+    combine_fp32_opmath(x_rot, rotated, cos, sin, y, scratch, stream);
   } else {  // x_rot * cos + x_rotated * sin, every op in x's dtype
     const TensorView a = scratch.take(t), b = scratch.take(t);
     binary(BinaryOp::mul, x_rot, cos, a, 1.0, stream);
@@ -170,25 +177,7 @@ void rope_interleaved_pairs_chain(const TensorView& x, const TensorView& cos, co
   const TensorView rotated = scratch.take(t);
   copy(neg_imag, every_other(rotated, 0), stream);
   copy(x_real, every_other(rotated, 1), stream);
-  // (x.float() * cos + x_rotated.float() * sin).to(x.dtype); .float() and .to() of an f32
-  // tensor return it unchanged.
-  TensorView x_f = x, rotated_f = rotated;
-  if (t != DType::f32) {
-    x_f = scratch.take(DType::f32);
-    cast(x, x_f, stream);
-    rotated_f = scratch.take(DType::f32);
-    cast(rotated, rotated_f, stream);
-  }
-  const TensorView a = scratch.take(DType::f32), b = scratch.take(DType::f32);
-  promoted_binary(BinaryOp::mul, x_f, cos, a, stream);
-  promoted_binary(BinaryOp::mul, rotated_f, sin, b, stream);
-  if (t == DType::f32) {
-    promoted_binary(BinaryOp::add, a, b, out, stream);
-  } else {
-    const TensorView sum = scratch.take(DType::f32);
-    promoted_binary(BinaryOp::add, a, b, sum, stream);
-    cast(sum, out, stream);
-  }
+  combine_fp32_opmath(x, rotated, cos, sin, out, scratch, stream);
 }
 
 void interleaved_rope_fp64_chain(const TensorView& x, const TensorView& freqs_cos, const TensorView& freqs_sin,
