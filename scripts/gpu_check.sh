@@ -17,6 +17,11 @@
 #                           minutes: their random data is made on the host). By default both run on
 #                           small shapes; model shapes are covered by pytest against torch and by the
 #                           benchmarks' bitwise checks.
+#   DFUSE_CHECK_SKIP        comma-separated step names not to run (reported as skipped), e.g.
+#                           "memcheck,racecheck,ctest_host" for a shorter run
+#   DFUSE_PYTEST_MODULES    the pytest modules (default: python/tests/test_*.py)
+#   DFUSE_BENCH_OPS         comma-separated op names for `dfuse bench` (default: every op)
+#   DFUSE_CHECK_FLUX=1      also scripts/flux_quality.py at FLUX.1-dev size (minutes; OUT/flux_quality.md)
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -42,7 +47,10 @@ run_step() {
   shift 2
   STEPS+=("$name")
   local left=$((DEADLINE - $(date +%s)))
-  if ((left < 15)); then
+  if [[ ,${DFUSE_CHECK_SKIP:-}, == *,$name,* ]]; then
+    echo "$name skipped 0" >"$LOGDIR/$name.result"
+    echo "===== $name: skipped (DFUSE_CHECK_SKIP)" >"$LOGDIR/$name.log"
+  elif ((left < 15)); then
     echo "$name skipped 0" >"$LOGDIR/$name.result"
     echo "===== $name: skipped, out of time" >"$LOGDIR/$name.log"
   else
@@ -109,9 +117,10 @@ run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$SMALL" ctest --test-dir "$BUIL
   --no-tests=error
 # One pytest process per module, all at once on the one GPU (they check bits, not time), so that a
 # crash in one module does not hide the others' results; each module's log follows the others.
-run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" LOGDIR="$LOGDIR" bash -c '
+run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" LOGDIR="$LOGDIR" \
+  DFUSE_PYTEST_MODULES="${DFUSE_PYTEST_MODULES:-}" bash -c '
   pids=()
-  for module in python/tests/test_*.py; do
+  for module in ${DFUSE_PYTEST_MODULES:-python/tests/test_*.py}; do
     log=$LOGDIR/pytest_$(basename "$module" .py).log
     python3 -X faulthandler -m pytest "$module" -q -rfEs -p no:cacheprovider >"$log" 2>&1 &
     pids+=($!)
@@ -126,9 +135,17 @@ STEPS+=(memcheck racecheck)
 VERIFY=(--quick)
 [[ $FULL == 1 ]] && VERIFY=()
 run_step dfuse_verify 120 "$BUILD/dfuse" verify "${VERIFY[@]}"
-run_step dfuse_bench 120 "$BUILD/dfuse" bench --json "$OUT/dfuse_bench.json"
+if [[ -z ${DFUSE_BENCH_OPS:-} ]]; then
+  run_step dfuse_bench 200 "$BUILD/dfuse" bench --json "$OUT/dfuse_bench.json"
+else
+  run_step dfuse_bench 200 bash -c 'for op in ${0//,/ }; do "$1" bench --op "$op" --json "$2/dfuse_bench_$op.json" || exit 1; done' \
+    "$DFUSE_BENCH_OPS" "$BUILD/dfuse" "$OUT"
+fi
 run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
   python3 bench/torch_bench.py --json "$OUT/torch_bench.json"
+if [[ ${DFUSE_CHECK_FLUX:-0} == 1 ]]; then
+  run_step flux_quality 420 env DFUSE_TORCH_LIB="$TORCH_LIB" python3 scripts/flux_quality.py --out "$OUT/flux_quality.md"
+fi
 
 # ---- summary: failing logs' tails first, the table last ------------------------------------------------
 failed=0

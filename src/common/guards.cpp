@@ -1,6 +1,7 @@
 #include "common/guards.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace dfuse::detail {
@@ -120,6 +121,41 @@ void GuardList::non_overlapping(const char* name, const TensorView& t) {
   }
 }
 
+namespace {
+
+// True when a and b, two views with the same sizes and strides (size-1 dims aside), interleave
+// without sharing a byte: the q, k and v heads of one packed projection. With the dims sorted by
+// stride, some inner dims span E bytes within a period S (the next stride, which every outer
+// stride is a multiple of); the views are disjoint when b's offset from a modulo S leaves E bytes
+// free on both sides: E <= r <= S - E.
+bool interleave_disjointly(const TensorView& a, const TensorView& b) {
+  if (dtype_size(a.dtype()) != dtype_size(b.dtype()) || a.dim() != b.dim()) return false;
+  const auto es = int64_t(dtype_size(a.dtype()));
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (byte stride, size) of dims with size > 1
+  for (int d = 0; d < a.dim(); ++d) {
+    if (a.size(d) != b.size(d)) return false;
+    if (a.size(d) == 1) continue;
+    if (a.stride(d) != b.stride(d) || a.stride(d) < 0) return false;
+    dims.emplace_back(a.stride(d) * es, a.size(d));
+  }
+  std::sort(dims.begin(), dims.end());
+  const int64_t delta = reinterpret_cast<intptr_t>(b.data()) - reinterpret_cast<intptr_t>(a.data());
+  int64_t extent = es;  // bytes spanned by the inner dims dims[0 .. p)
+  for (size_t p = 0; p < dims.size(); ++p) {
+    const int64_t period = dims[p].first;
+    bool periodic = period > 0;
+    for (size_t q = p; periodic && q < dims.size(); ++q) periodic = dims[q].first % period == 0;
+    if (periodic) {
+      const int64_t r = ((delta % period) + period) % period;
+      if (extent <= r && r <= period - extent) return true;
+    }
+    extent += (dims[p].second - 1) * dims[p].first;
+  }
+  return false;
+}
+
+}  // namespace
+
 void GuardList::no_partial_overlap(const char* out_name, const TensorView& out, const char* name, const TensorView& t,
                                    bool in_place_ok) {
   if (out.numel() == 0 || t.numel() == 0) return;
@@ -127,7 +163,7 @@ void GuardList::no_partial_overlap(const char* out_name, const TensorView& out, 
   auto [tlo, thi] = t.byte_extent();
   auto ob = reinterpret_cast<intptr_t>(out.data()), tb = reinterpret_cast<intptr_t>(t.data());
   bool overlap = ob + olo <= tb + thi && tb + tlo <= ob + ohi;
-  if (!overlap) return;
+  if (!overlap || interleave_disjointly(out, t)) return;
   bool identical = out.data() == t.data() && out.dim() == t.dim() && out.dtype() == t.dtype();
   for (int d = 0; identical && d < out.dim(); ++d)
     identical = out.size(d) == t.size(d) && out.stride(d) == t.stride(d);

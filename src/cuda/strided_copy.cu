@@ -1,6 +1,6 @@
-// The CUDA kernel of the data-movement copy: every copy of StridedCopyParams in one launch. Each
-// thread moves one unit (16 bytes, or one element) per step of a grid-stride loop over the
-// concatenated units of all copies; a unit's copy and multi-index come from its linear index.
+// The CUDA kernel of the data-movement copy: every copy of StridedCopyParams in one launch, a
+// grid-stride loop (cuda/grid_stride.cuh) over the concatenated units (16 bytes, or one element)
+// of all copies; a unit's copy and multi-index come from its linear index.
 #include <cuda_runtime.h>
 
 #include "cuda/grid_stride.cuh"
@@ -12,8 +12,7 @@ namespace {
 // Index: uint32_t when the total number of units fits, else uint64_t. Offsets are 64-bit.
 template <typename Index>
 __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p, Index total) {
-  const Index step = Index(gridDim.x) * blockDim.x;
-  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+  move_units(total, [&p](Index i) {
     int k = 0;
     Index local = i;
     while (local >= Index(p.pairs[k].units)) local -= Index(p.pairs[k].units), ++k;
@@ -26,10 +25,8 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
       src_offset += int64_t(at) * c.src_strides[d];
       dst_offset += int64_t(at) * c.dst_strides[d];
     }
-    const uint8_t* src = c.src + src_offset * c.unit_bytes;
-    uint8_t* dst = c.dst + dst_offset * c.unit_bytes;
-    move_unit(src, dst, c.unit_bytes);
-  }
+    return UnitMove{c.src + src_offset * c.unit_bytes, c.dst + dst_offset * c.unit_bytes, c.unit_bytes};
+  });
 }
 
 }  // namespace
