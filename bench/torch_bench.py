@@ -144,6 +144,19 @@ def flux_rope_inputs(shape):
     return rand((b, s, d // 128, 128), 1.0).transpose(1, 2), angles.cos(), angles.sin()
 
 
+def gelu_tanh_cat_chain(attn, mlp):
+    """FLUX.1's single-stream block tail: the processor's reshape of the attention heads, then the cat with the
+    tanh-GELU of the MLP projection."""
+    return torch.cat([attn.reshape(attn.shape[0], attn.shape[1], -1), F.gelu(mlp, approximate="tanh")], dim=2)
+
+
+def gelu_tanh_cat_inputs(shape):
+    """The attention output [B, H, S, 128] as the processor holds it ([B, S, H, 128], transposed) and the
+    [B, S, 4 D] MLP projection."""
+    b, s, d = shape
+    return rand((b, d // 128, s, 128), 1.0).transpose(1, 2), rand((b, s, 4 * d), 2.0)
+
+
 def bitwise_equal(out, ref):
     return bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
 
@@ -169,13 +182,15 @@ OPS = {
     "rmsnorm_scale_shift": Op(dt.rmsnorm_scale_shift, rmsnorm_scale_shift_chain, rmsnorm_inputs),
     "rope_rotate_half": Op(dt.rope_rotate_half, rope_chain, rope_inputs),
     "rope_interleaved_pairs": Op(dt.rope_interleaved_pairs, flux_rope_chain, flux_rope_inputs),
+    "gelu_tanh_cat": Op(dt.gelu_tanh_cat, gelu_tanh_cat_chain, gelu_tanh_cat_inputs, None,
+                        {"FLUX.1": SHAPES["FLUX.1"]}),
     # A GEMM: its GB/s column is not a roofline; its time is.
     "linear_gelu_tanh": Op(dt.linear_gelu_tanh, linear_gelu_chain, linear_gelu_inputs, within_linear_gelu_bound,
                            {"FLUX.1": SHAPES["FLUX.1"]}),
 }
 # Ops that run through the first-sight Gate, which counts their fused calls.
 GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "layernorm_modulate",
-         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs"}
+         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs", "gelu_tanh_cat"}
 
 
 def nbytes(t):

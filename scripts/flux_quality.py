@@ -236,6 +236,42 @@ def run_modes(model, inputs, steps, modes, device) -> tuple[dict, dict]:
     return results, reports
 
 
+@dataclass
+class Contribution:
+    family: str
+    tier: str
+    sites: int
+    without_ms: float  # median step with the family excluded
+    with_ms: float     # median step with every family of the tier
+
+
+def measure_contributions(model, inputs, steps, tiers) -> list[Contribution]:
+    """What each family buys: median step time at each tier with every family mounted, and with one family
+    excluded (dfuse.torch.mount(exclude=...)), over `steps`-step trajectories measured back to back."""
+    import dfuse.torch as dt
+
+    def median_step(quality, exclude=()):
+        handle = dt.mount(model, quality, exclude=exclude)
+        try:
+            with handle.batch(quality):
+                t = run_trajectory(model, inputs, steps)
+            return statistics.median(t.step_ms), handle.report()
+        finally:
+            handle.unmount()
+
+    out = []
+    for tier in tiers:
+        full_ms, report = median_step(tier)
+        families = {}  # the families this tier adds (lower tiers' families are measured at their own tier)
+        for s in report.sites:
+            if s.fused and s.tier == tier:
+                families[s.family] = families.get(s.family, 0) + 1
+        for family, sites in families.items():
+            without_ms, _ = median_step(tier, (family,))
+            out.append(Contribution(family, tier, sites, without_ms, full_ms))
+    return out
+
+
 def fmt_ms(ms: float) -> str:
     return f"{ms:.2f}"
 
@@ -259,7 +295,7 @@ def device_name(device) -> str:
     return f"CPU ({platform.processor() or platform.machine()})"
 
 
-def markdown(args, results, reports, model_desc) -> str:
+def markdown(args, results, reports, model_desc, contributions=()) -> str:
     now = datetime.datetime.now(datetime.timezone.utc)
     lines = [f"# FLUX.1 quality tiers: {model_desc}", "",
              f"Date {now:%Y-%m-%d %H:%M UTC}, device {device_name(args.device)}, "
@@ -299,6 +335,17 @@ def markdown(args, results, reports, model_desc) -> str:
                 else:
                     row.append(fmt_db(psnr(t.latents[i], eager.latents[i])))
             lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+
+    if contributions:
+        lines += ["## What each family buys", "",
+                  f"Median step over {args.contribution_steps}-step trajectories with every family of the tier "
+                  "mounted and with one family excluded (`mount(..., exclude=(family,))`), measured back to back.",
+                  "", "| family | tier | sites | step ms, all mounted | step ms, family excluded | saves ms/step |",
+                  "|---|---|---|---|---|---|"]
+        for c in contributions:
+            lines.append(f"| {c.family} | {c.tier} | {c.sites} | {fmt_ms(c.with_ms)} | {fmt_ms(c.without_ms)} | "
+                         f"{c.without_ms - c.with_ms:.2f} |")
         lines.append("")
 
     for quality, report in reports.items():
@@ -352,6 +399,9 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--out", type=Path, help="write the markdown report here")
+    p.add_argument("--contribution-steps", type=int, default=0,
+                   help="also measure what each fused family saves per step, over trajectories of this many steps "
+                        "(0: not measured)")
     args = p.parse_args(argv)
     small = (3, 128, 128, 16) if args.tiny else (50, 1024, 1024, 512)
     for name, default in zip(("steps", "height", "width", "text_tokens"), small):
@@ -377,7 +427,11 @@ def main(argv=None) -> int:
     inputs = make_inputs(dict(model.config), args.height, args.width, args.text_tokens, dtype, args.device,
                          args.seed + 1)
     results, reports = run_modes(model, inputs, args.steps, args.mode_list, args.device)
-    text = markdown(args, results, reports, desc)
+    contributions = []
+    if args.contribution_steps > 0:
+        tiers = [m for m in ("lossless", "extra-high") if m in args.mode_list]
+        contributions = measure_contributions(model, inputs, args.contribution_steps, tiers)
+    text = markdown(args, results, reports, desc, contributions)
     print(text)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,7 @@ def expected_sites(config):
                   p + "attn.rope"]
     for i in range(config["num_single_layers"]):
         p = f"single_transformer_blocks.{i}."
-        names += [p + "norm", p + "norm [folded]", p + "residual", p + "proj_mlp", p + "attn.norm_qk",
+        names += [p + "norm", p + "norm [folded]", p + "residual", p + "proj_mlp", p + "mlp_cat", p + "attn.norm_qk",
                   p + "attn.rope"]
     return sorted(names + ["norm_out", "norm_out [folded]"])
 
@@ -232,6 +232,22 @@ def test_one_rejected_site_keeps_its_family_off():
     handle.unmount()
 
 
+def test_excluded_family_stays_on_the_chain():
+    model, inputs = tiny("cpu")
+    eager = fq.run_trajectory(model, inputs, STEPS, warmup=False)
+    handle = dt.mount(model, exclude=("rope_interleaved_pairs",))
+    report = handle.report()
+    rope = report.site("transformer_blocks.0.attn.rope")
+    assert not rope.fused and rope.state == OFF and "excluded at mount" in rope.reason
+    assert report.site("transformer_blocks.0.attn_residual").fused
+    with handle.batch():
+        assert_same_trajectory(fq.run_trajectory(model, inputs, STEPS, warmup=False), eager)
+    handle.unmount()
+    with pytest.raises(ValueError, match="unknown families to exclude.*rope_interleaved_pairs"):
+        dt.mount(model, exclude=("rope",))
+    assert not hasattr(model, "_dfuse_mount")  # the refused mount left the model as it was
+
+
 def test_request_gated_quality_is_refused_with_captured_graphs():
     model, _ = tiny("cpu")
     with pytest.raises(ValueError, match="captured CUDA graphs"):
@@ -279,7 +295,7 @@ def test_cuda_every_site_runs_fused():
     for o in report.ops:
         assert o.consistent and o.fallbacks == 0, str(report)
         if o.op in ("diffusion.layernorm_modulate", "diffusion.residual_gate_add", "diffusion.qk_rmsnorm",
-                    "diffusion.rope_interleaved_pairs"):
+                    "diffusion.rope_interleaved_pairs", "diffusion.gelu_tanh_cat"):
             assert o.fused_calls > 0 and o.eager_calls == 0, o
 
     with handle.batch("extra-high"):

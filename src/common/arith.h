@@ -92,6 +92,16 @@ DFUSE_HD float exp_f(float x) {
 #endif
 }
 
+// torch.tanh in float: libdevice tanhf on the device, the C++ library's on the host (the two differ
+// on some inputs, so host results that use it match the host eager replicas only).
+DFUSE_HD float tanh_f(float x) {
+#if defined(__CUDA_ARCH__)
+  return tanhf(x);
+#else
+  return std::tanh(x);
+#endif
+}
+
 // rsqrt in float: the CUDA math library's rsqrtf on the device (MUFU.RSQ, not correctly rounded;
 // what aten's LayerNorm/RMSNorm call), on the host the correctly rounded value (computed in double).
 // The two differ on many inputs, so a host result that uses it is bit-exact against the host eager

@@ -60,6 +60,16 @@ DFUSE_HD WelfordVec welford_vec_update(WelfordVec s, float v) {
   return {mean, fma_rn(delta, sub_rn(v, mean), s.sigma2), count};
 }
 
+// welford_vec_update of a thread's `count`-th element (s has folded the count - 1 before it), for
+// loops unrolled over a fixed number of elements: 1.0f / count is then a compile-time constant
+// (exactly the correctly rounded reciprocal the division computes) and leaves the dependent chain
+// of updates, where each update would otherwise wait on a division.
+DFUSE_HD WelfordVec welford_vec_update_nth(WelfordVec s, float v, int count) {
+  const float delta = sub_rn(v, s.mean);
+  const float mean = fma_rn(delta, 1.0f / float(count), s.mean);
+  return {mean, fma_rn(delta, sub_rn(v, mean), s.sigma2), float(count)};
+}
+
 // cuWelfordCombine(own, other), as every reduction step calls it.
 DFUSE_HD WelfordVec welford_vec_combine(WelfordVec own, WelfordVec other) {
   const float delta = sub_rn(own.mean, other.mean);

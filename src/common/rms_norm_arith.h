@@ -106,16 +106,6 @@ DFUSE_HD float storage_rms_norm_element(float x, float rstd, bool has_weight, fl
   return has_weight ? mul_rn(Storage<T>::round(h), weight) : h;
 }
 
-// torch.tanh in float: libdevice tanhf on the device, the C++ library's on the host (the two differ
-// on some inputs, so host results that use it match the host eager replicas only).
-DFUSE_HD float tanh_f(float x) {
-#if defined(__CUDA_ARCH__)
-  return tanhf(x);
-#else
-  return std::tanh(x);
-#endif
-}
-
 // The normalized element: h = x * r rounded to T, times weight, before the final rounding; without
 // a weight h itself (rounded once by the caller).
 template <typename T>

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
     for (int j = 0; j < Cached; ++j)
       if (tid + int64_t(j) * kLayerNormVecThreads < chunks)
 #pragma unroll
-        for (int k = 0; k < 4; ++k) s = welford_vec_update(s, S::load(xc[j].v[k]));
+        for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].v[k]), 4 * j + k + 1);
     const LayerNormStats stats = block_layer_norm_reduce_vectorized(s, n);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
 #pragma unroll

@@ -1,6 +1,7 @@
-// The CUDA kernel of the data-movement copy: every copy of StridedCopyParams in one launch, a
-// grid-stride loop (cuda/grid_stride.cuh) over the concatenated units (16 bytes, or one element)
-// of all copies; a unit's copy and multi-index come from its linear index.
+// The CUDA kernel of the data-movement copy: every copy of StridedCopyParams in one launch. Each
+// thread moves one unit (16 bytes, or one element) per step of a grid-stride loop over the
+// concatenated (or, for copies of one geometry, run-interleaved) units of all copies; a unit's copy
+// and multi-index come from its linear index.
 #include <cuda_runtime.h>
 
 #include "cuda/grid_stride.cuh"
@@ -12,10 +13,17 @@ namespace {
 // Index: uint32_t when the total number of units fits, else uint64_t. Offsets are 64-bit.
 template <typename Index>
 __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p, Index total) {
-  move_units(total, [&p](Index i) {
+  const Index step = Index(gridDim.x) * blockDim.x;
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
     int k = 0;
     Index local = i;
-    while (local >= Index(p.pairs[k].units)) local -= Index(p.pairs[k].units), ++k;
+    if (p.interleaved) {
+      const Index inner = Index(p.pairs[0].sizes[p.pairs[0].ndim - 1]), run = i / inner;
+      k = int(run % Index(p.count));
+      local = run / Index(p.count) * inner + i % inner;
+    } else {
+      while (local >= Index(p.pairs[k].units)) local -= Index(p.pairs[k].units), ++k;
+    }
     const CopyPair& c = p.pairs[k];
     int64_t src_offset = 0, dst_offset = 0;
     for (int d = c.ndim - 1; d >= 0; --d) {
@@ -25,8 +33,10 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
       src_offset += int64_t(at) * c.src_strides[d];
       dst_offset += int64_t(at) * c.dst_strides[d];
     }
-    return UnitMove{c.src + src_offset * c.unit_bytes, c.dst + dst_offset * c.unit_bytes, c.unit_bytes};
-  });
+    const uint8_t* src = c.src + src_offset * c.unit_bytes;
+    uint8_t* dst = c.dst + dst_offset * c.unit_bytes;
+    move_unit(src, dst, c.unit_bytes);
+  }
 }
 
 }  // namespace

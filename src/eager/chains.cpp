@@ -5,6 +5,7 @@
 #include "dfuse/core/error.h"
 #include "dfuse/eager/activation.h"
 #include "dfuse/eager/binary.h"
+#include "dfuse/eager/data_movement.h"
 
 namespace dfuse::eager {
 
@@ -62,6 +63,25 @@ void silu_mul_chain(const TensorView& a, const TensorView& b, const TensorView& 
   TensorView activated = intermediate(ws, a);
   activation(ActivationOp::silu, a, activated, stream);  // F.silu(a)
   binary(BinaryOp::mul, activated, b, out, 1.0, stream);  // ... * b
+}
+
+void gelu_tanh_cat_chain(const TensorView& attn, const TensorView& mlp, const TensorView& out, Workspace& ws,
+                         Stream stream) {
+  const int64_t b = mlp.size(0), s = mlp.size(1);
+  const int64_t width = attn.dim() == 4 ? attn.size(2) * attn.size(3) : attn.size(2);
+  const int64_t merged_sizes[] = {b, s, width};
+  const TensorView merged_like = TensorView::contiguous(nullptr, attn.dtype(), merged_sizes, 3, attn.device());
+  ws.reset(aligned_bytes(mlp) + aligned_bytes(merged_like));
+  TensorView activated = intermediate(ws, mlp);
+  activation(ActivationOp::gelu_tanh, mlp, activated, stream);  // F.gelu(mlp, approximate="tanh")
+  TensorView merged = attn;
+  if (attn.dim() == 4) {  // attn.reshape(B, S, H * D) of the attention's heads: a copy
+    merged = intermediate(ws, merged_like);
+    const int64_t heads_sizes[] = {b, s, attn.size(2), attn.size(3)};
+    copy(attn, TensorView::contiguous(merged.data(), attn.dtype(), heads_sizes, 4, attn.device()), stream);
+  }
+  copy(merged, out.narrow(2, 0, width), stream);  // torch.cat: both halves copied
+  copy(activated, out.narrow(2, width, mlp.size(2)), stream);
 }
 
 void bias_silu_chain(const TensorView& x, const TensorView& bias, const TensorView& out, Workspace& ws,

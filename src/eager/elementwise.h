@@ -86,9 +86,16 @@ DFUSE_HD float activation_apply(ActivationOp op, float x) {
   using dfuse::detail::add_rn;
   using dfuse::detail::div_rn;
   using dfuse::detail::exp_f;
+  using dfuse::detail::fma_rn;
+  using dfuse::detail::mul_rn;
+  using dfuse::detail::tanh_f;
   switch (op) {
     case ActivationOp::silu:
       return div_rn(x, add_rn(1.0f, exp_f(-x)));  // silu_kernel: x / (1.0f + expf(-x))
+    case ActivationOp::gelu_tanh: {  // GeluCUDAKernelImpl, approximate "tanh"
+      const float inner = mul_rn(fma_rn(mul_rn(x, mul_rn(x, x)), 0.044715f, x), 0.79788458347320556641f);
+      return mul_rn(mul_rn(0.5f, x), add_rn(tanh_f(inner), 1.0f));
+    }
   }
   return 0.0f;
 }

@@ -27,19 +27,25 @@ std::string_view bare_op_name(std::string_view op) {
   return dot == std::string_view::npos ? op : op.substr(dot + 1);
 }
 
-// Signatures are built on every gated call: append digits in place, without temporaries.
-void append_int(std::string& key, int64_t value) {
-  char text[24];
-  key.append(text, std::to_chars(text, text + sizeof text, value).ptr);
+// The key's records, after the op name and a NUL: 'T' a tensor (dtype, rank, sizes, strides,
+// alignment, device), 'S' a named scalar, 'M' the SM. Values are appended as raw bytes.
+template <typename V>
+void append_raw(std::string& key, V value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-void append_dims(std::string& key, const TensorView& t, int64_t (TensorView::*dim_value)(int) const) {
-  key += '[';
-  for (int d = 0; d < t.dim(); ++d) {
-    if (d > 0) key += ',';
-    append_int(key, (t.*dim_value)(d));
-  }
-  key += ']';
+template <typename V>
+V read_raw(std::string_view& key) {
+  V value{};
+  if (key.size() < sizeof value) throw InvalidArgument("malformed signature key");
+  std::memcpy(&value, key.data(), sizeof value);
+  key.remove_prefix(sizeof value);
+  return value;
+}
+
+void append_int(std::string& text, int64_t value) {
+  char digits[24];
+  text.append(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
 }
 
 // Element `i` as an unsigned integer of the element's width.
@@ -63,38 +69,85 @@ std::string hex_bits(uint64_t bits, size_t bytes) {
 
 // ---- Signature ------------------------------------------------------------------------------
 
-Signature::Signature(std::string op) : op_(std::move(op)), key_(op_) { key_.reserve(256); }
+Signature::Signature(std::string op) : op_(std::move(op)), key_(op_) {
+  key_.reserve(op_.size() + 160);
+  key_ += '\0';
+}
 
-// "bf16[2,3,4]s[12,4,1]a16@cuda:0": everything about a tensor an eager dispatch may look at.
 Signature& Signature::add(const TensorView& t) {
-  key_ += ' ';
-  key_ += dtype_name(t.dtype());
-  append_dims(key_, t, &TensorView::size);
-  key_ += 's';
-  append_dims(key_, t, &TensorView::stride);
-  key_ += 'a';
-  append_int(key_, t.alignment());
-  key_ += t.device().is_cuda() ? "@cuda:" : "@host";
-  if (t.device().is_cuda()) append_int(key_, t.device().index);
+  const int n = t.dim();
+  key_ += 'T';
+  append_raw(key_, uint8_t(t.dtype()));
+  append_raw(key_, uint8_t(n));
+  key_.append(reinterpret_cast<const char*>(t.sizes()), size_t(n) * sizeof(int64_t));
+  key_.append(reinterpret_cast<const char*>(t.strides()), size_t(n) * sizeof(int64_t));
+  append_raw(key_, uint8_t(t.alignment()));
+  append_raw(key_, int16_t(t.device().is_cuda() ? t.device().index : -1));
   return *this;
 }
 
 Signature& Signature::add_scalar(std::string_view name, double value) {
-  // Shortest round-trip form: two scalars share a key only when they are the same double.
-  char text[32];
-  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
-  key_ += ' ';
-  key_ += name;
-  key_ += '=';
-  key_.append(text, end);
+  // The double's bits: two scalars share a key only when they are the same double.
+  key_ += 'S';
+  append_raw(key_, uint8_t(name.size()));
+  key_.append(name.substr(0, 255));
+  append_raw(key_, value);
   return *this;
 }
 
 Signature& Signature::set_sm(int major, int minor) {
-  key_ += " sm_";
-  append_int(key_, major);
-  append_int(key_, minor);
+  key_ += 'M';
+  append_raw(key_, uint8_t(major));
+  append_raw(key_, uint8_t(minor));
   return *this;
+}
+
+std::string Signature::signature_text(std::string_view key) {
+  const auto nul = key.find('\0');
+  std::string text(key.substr(0, nul));
+  if (nul == std::string_view::npos) return text;
+  key.remove_prefix(nul + 1);
+  while (!key.empty()) {
+    const char record = key.front();
+    key.remove_prefix(1);
+    text += ' ';
+    if (record == 'T') {
+      const auto dtype = DType(read_raw<uint8_t>(key));
+      const int n = read_raw<uint8_t>(key);
+      if (n > TensorView::kMaxDims) throw InvalidArgument("malformed signature key");
+      int64_t dims[2 * TensorView::kMaxDims];
+      for (int i = 0; i < 2 * n; ++i) dims[i] = read_raw<int64_t>(key);
+      text += dtype_name(dtype);
+      for (int part = 0; part < 2; ++part) {
+        text += part == 0 ? "[" : "s[";
+        for (int d = 0; d < n; ++d) {
+          if (d > 0) text += ',';
+          append_int(text, dims[part * n + d]);
+        }
+        text += ']';
+      }
+      text += 'a';
+      append_int(text, read_raw<uint8_t>(key));
+      const int device = read_raw<int16_t>(key);
+      text += device < 0 ? "@host" : "@cuda:";
+      if (device >= 0) append_int(text, device);
+    } else if (record == 'S') {
+      const size_t length = read_raw<uint8_t>(key);
+      if (key.size() < length) throw InvalidArgument("malformed signature key");
+      text += key.substr(0, length);
+      key.remove_prefix(length);
+      char digits[32];
+      text += '=';
+      text.append(digits, std::to_chars(digits, digits + sizeof digits, read_raw<double>(key)).ptr);
+    } else if (record == 'M') {
+      text += "sm_";
+      append_int(text, read_raw<uint8_t>(key));
+      append_int(text, read_raw<uint8_t>(key));
+    } else {
+      throw InvalidArgument("malformed signature key");
+    }
+  }
+  return text;
 }
 
 std::string_view gate_state_name(GateState s) {
@@ -137,13 +190,26 @@ bool Gate::killed(std::string_view op) const {
   return false;
 }
 
+Gate::SlotEntry& Gate::slot_of(const Signature& sig) {
+  auto it = slots_.find(sig.key());
+  if (it == slots_.end()) {
+    OpCounters* op = &counters_.try_emplace(sig.op()).first->second;
+    it = slots_.emplace(sig.key(), SlotEntry{sig.op(), Slot{}, op}).first;
+  }
+  return it->second;
+}
+
 GateDecision Gate::decide(const Signature& sig, bool capturing) {
   std::lock_guard lock(mu_);
-  Slot& slot = slots_.try_emplace(sig.key(), sig.op(), Slot{}).first->second.second;
-  if (slot.state != GateState::disabled && killed(sig.op())) {
+  return decide_locked(slot_of(sig), capturing);
+}
+
+GateDecision Gate::decide_locked(SlotEntry& entry, bool capturing) {
+  Slot& slot = entry.slot;
+  if (slot.state != GateState::disabled && killed(entry.op)) {
     slot.state = GateState::disabled;
     slot.reason = std::string("kill switch (") + kKillSwitchVariable + ")";
-    ++counters_[sig.op()].fallbacks;
+    ++entry.op_counters->fallbacks;
   }
   switch (slot.state) {
     case GateState::verified: return GateDecision::run_fused;
@@ -155,58 +221,71 @@ GateDecision Gate::decide(const Signature& sig, bool capturing) {
   // break the capture, so an unverified signature stays on the eager chain there.
   if (capturing) return GateDecision::run_eager;
   slot.state = GateState::verifying;
-  ++counters_[sig.op()].verifications;
+  ++entry.op_counters->verifications;
   return GateDecision::verify;
 }
 
 void Gate::report_match(const Signature& sig) {
   std::lock_guard lock(mu_);
-  Slot& slot = slots_.try_emplace(sig.key(), sig.op(), Slot{}).first->second.second;
+  Slot& slot = slot_of(sig).slot;
   // Disabled is final: a late match must not revive a signature that already failed.
   if (slot.state != GateState::disabled) slot.state = GateState::verified;
 }
 
 void Gate::report_mismatch(const Signature& sig, std::string reason) {
   std::lock_guard lock(mu_);
-  Slot& slot = slots_.try_emplace(sig.key(), sig.op(), Slot{}).first->second.second;
-  if (slot.state == GateState::disabled) return;  // keep the first reason
-  slot.state = GateState::disabled;
-  slot.reason = std::move(reason);
-  ++counters_[sig.op()].fallbacks;
+  SlotEntry& entry = slot_of(sig);
+  if (entry.slot.state == GateState::disabled) return;  // keep the first reason
+  entry.slot.state = GateState::disabled;
+  entry.slot.reason = std::move(reason);
+  ++entry.op_counters->fallbacks;
+}
+
+void Gate::count_locked(SlotEntry& entry, bool fused) {
+  if (fused) {
+    ++entry.slot.fused_calls;
+    ++entry.op_counters->fused_calls;
+  } else {
+    ++entry.slot.eager_calls;
+    ++entry.op_counters->eager_calls;
+  }
 }
 
 void Gate::count(const Signature& sig, bool fused) {
   std::lock_guard lock(mu_);
-  Slot& slot = slots_.try_emplace(sig.key(), sig.op(), Slot{}).first->second.second;
-  OpCounters& op = counters_[sig.op()];
-  if (fused) {
-    ++slot.fused_calls;
-    ++op.fused_calls;
-  } else {
-    ++slot.eager_calls;
-    ++op.eager_calls;
-  }
+  count_locked(slot_of(sig), fused);
 }
 
 void Gate::run(const Signature& sig, bool capturing, const std::function<void()>& fused,
                const std::function<void()>& eager, const std::function<std::string()>& verify) {
-  const GateDecision decision = decide(sig, capturing);
+  // One lookup per call: the entry found here is counted after the call (map nodes stay put).
+  SlotEntry* entry;
+  GateDecision decision;
+  {
+    std::lock_guard lock(mu_);
+    entry = &slot_of(sig);
+    decision = decide_locked(*entry, capturing);
+  }
+  const auto count_call = [&](bool fused_call) {
+    std::lock_guard lock(mu_);
+    count_locked(*entry, fused_call);
+  };
   if (decision == GateDecision::run_eager) {
     eager();
-    count(sig, false);
+    count_call(false);
     return;
   }
   std::string failure;
   try {
     if (decision == GateDecision::run_fused) {
       fused();
-      count(sig, true);
+      count_call(true);
       return;
     }
     const std::string mismatch = verify();
     if (mismatch.empty()) {
       report_match(sig);
-      count(sig, true);
+      count_call(true);
       return;
     }
     failure = "mismatch: " + mismatch;
@@ -218,22 +297,23 @@ void Gate::run(const Signature& sig, bool capturing, const std::function<void()>
   // The fused kernel may have written part or all of the output; the eager chain rewrites it.
   report_mismatch(sig, std::move(failure));
   eager();
-  count(sig, false);
+  count_call(false);
 }
 
 GateState Gate::state(const Signature& sig) const {
   std::lock_guard lock(mu_);
   const auto it = slots_.find(sig.key());
-  return it == slots_.end() ? GateState::unverified : it->second.second.state;
+  return it == slots_.end() ? GateState::unverified : it->second.slot.state;
 }
 
 std::vector<GateEntry> Gate::entries() const {
   std::lock_guard lock(mu_);
   std::vector<GateEntry> result;
   result.reserve(slots_.size());
-  for (const auto& [key, op_and_slot] : slots_) {
-    const auto& [op, slot] = op_and_slot;
-    result.push_back({op, key, slot.state, slot.reason, slot.fused_calls, slot.eager_calls});
+  for (const auto& [key, entry] : slots_) {
+    const Slot& slot = entry.slot;
+    result.push_back({entry.op, Signature::signature_text(key), slot.state, slot.reason, slot.fused_calls,
+                      slot.eager_calls});
   }
   return result;
 }

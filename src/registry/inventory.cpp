@@ -144,6 +144,20 @@ void register_activation(Registry& r) {
                            .family = "activation",
                            .description = "GLUMBConv gate on channels-last [.., 2C] rows, bias [2C] or none",
                        });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.gelu_tanh_cat",
+                           .symbol = "gelu_tanh_cat",
+                           .capabilities = {.dtypes = kFloat16And32,
+                                            .layouts = layout_contiguous | layout_last_dim_contiguous},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "torch.cat([attn_output, F.gelu(mlp_hidden_states, approximate=\"tanh\")], "
+                                       "dim=2)",
+                           .models = {"FLUX.1"},
+                           .family = "activation",
+                           .description = "single-stream block tail: attention heads [B, S, H, D] copied into the "
+                                          "cat, tanh-GELU written into its half",
+                       });
 }
 
 // Data movement: values are copied, never computed (bitwise identical by construction).

@@ -9,6 +9,7 @@
 #include "common/activation_cases.h"
 #include "common/tensors.h"
 #include "dfuse/core/error.h"
+#include "dfuse/eager/chains.h"
 #include "dfuse/ops/activation.h"
 
 namespace dfuse::test {
@@ -159,9 +160,22 @@ TEST_F(ActivationGuards, SiluMulRejectsPartialOverlap) {
   EXPECT_EQ(silu_mul_guard(a, y, o), "overlap");
 }
 
-TEST_F(ActivationGuards, SiluMulRejectsOutputIntoTheOtherPackedHalf) {
-  // out = a = p[..., :8] overlaps b = p[..., 8:] row by row: not an identical view of b.
-  EXPECT_EQ(silu_mul_guard(x.narrow(-1, 0, 8), x.narrow(-1, 8, 8), x.narrow(-1, 0, 8)), "overlap");
+TEST_F(ActivationGuards, SiluMulRejectsOutputStraddlingThePackedHalves) {
+  // out = p[..., 4:12] shares elements with a = p[..., :8] and b = p[..., 8:] without being either.
+  EXPECT_EQ(silu_mul_guard(x.narrow(-1, 0, 8), x.narrow(-1, 8, 8), x.narrow(-1, 4, 8)), "overlap");
+}
+
+TEST_F(ActivationGuards, SiluMulWritesInPlaceOfItsPackedHalf) {
+  // out = a = p[..., :8] interleaves with b = p[..., 8:] row by row without sharing an element: allowed.
+  const TensorView a = x.narrow(-1, 0, 8), b = x.narrow(-1, 8, 8);
+  std::vector<bf16_t> expected(2 * 8 * 8);
+  const TensorView want(expected.data(), DType::bf16, {2, 8, 8});
+  eager::Workspace ws(Device::host());
+  eager::silu_mul_chain(a, b, want, ws);
+  ASSERT_TRUE(can_use_silu_mul(a, b, a));
+  silu_mul(a, b, a);
+  for (int64_t r = 0; r < 16; ++r)
+    for (int64_t c = 0; c < 8; ++c) ASSERT_EQ(xs[size_t(r * 16 + c)].bits, expected[size_t(r * 8 + c)].bits) << r;
 }
 
 TEST_F(ActivationGuards, SiluMulRejectsWrongOutputShape) {

@@ -90,14 +90,14 @@ TEST(PolicyGate, MismatchSendsTheSignatureToEagerForGoodWithItsReason) {
 
   const GateEntry entry = only_entry(gate.entries());
   EXPECT_EQ(entry.op, kOp);
-  EXPECT_EQ(entry.signature, sig.key());
+  EXPECT_EQ(entry.signature, sig.text());
   EXPECT_EQ(entry.state, GateState::disabled);
   EXPECT_EQ(entry.reason, "3 of 24 elements differ");
   EXPECT_EQ(gate.counters(kOp).fallbacks, 1u);
   const std::string report = gate.report();
   EXPECT_NE(report.find("disabled"), std::string::npos) << report;
   EXPECT_NE(report.find("3 of 24 elements differ"), std::string::npos) << report;
-  EXPECT_NE(report.find(sig.key()), std::string::npos) << report;
+  EXPECT_NE(report.find(sig.text()), std::string::npos) << report;
 }
 
 TEST(PolicyGate, RunVerifiesOnceThenRunsOnlyTheFusedKernel) {
@@ -288,6 +288,20 @@ TEST(PolicyGateSignature, EveryDispatchInputChangesTheKey) {
   EXPECT_EQ(Signature(kOp).add(base).op(), kOp);
 }
 
+TEST(PolicyGateSignature, TextNamesEveryValue) {
+  HostTensor t;
+  const int64_t sizes[] = {2, 3, 4};
+  const int64_t strides[] = {12, 1, 3};
+  const Signature sig = Signature(kOp)
+                            .add(TensorView(t.data, DType::bf16, sizes, strides, 3, Device::cuda(1)))
+                            .add(TensorView(t.data + 1, DType::f32, {5}))
+                            .add_scalar("eps", 1e-6)
+                            .set_sm(9, 0);
+  EXPECT_EQ(sig.text(), std::string(kOp) + " bf16[2,3,4]s[12,1,3]a16@cuda:1 f32[5]s[1]a2@host eps=1e-06 sm_90");
+  EXPECT_EQ(Signature::signature_text(sig.key()), sig.text());
+  EXPECT_THROW(Signature::signature_text(sig.key().substr(0, sig.key().size() - 1)), InvalidArgument);
+}
+
 TEST(PolicyGateSignature, SignaturesAreVerifiedIndependently) {
   Gate gate;
   HostTensor t;
@@ -322,7 +336,7 @@ TEST(PolicyGate, CountsPerSignatureAndPerOp) {
   EXPECT_EQ(gate.counters("diffusion.gate_residual").fused_calls, 1u);
   EXPECT_EQ(gate.counters("diffusion.never_seen").fused_calls, 0u);
   for (const GateEntry& e : gate.entries()) {
-    if (e.signature == a.key()) {
+    if (e.signature == a.text()) {
       EXPECT_EQ(e.fused_calls, 2u);
       EXPECT_EQ(e.eager_calls, 1u);
     }

@@ -1,6 +1,7 @@
 // Cases for the activation family: silu_mul (gate and up projections as separate tensors or as
-// the halves of one packed projection), bias_silu (channels last and channel first) and bias_glu
-// (with and without a bias), at the shape table's model and odd shapes.
+// the halves of one packed projection), bias_silu (channels last and channel first), bias_glu
+// (with and without a bias) and gelu_tanh_cat (attention output dense or as transposed heads),
+// at the shape table's model and odd shapes.
 #include "dfuse/cli_cases.h"
 #include "dfuse/eager/chains.h"
 #include "dfuse/ops/activation.h"
@@ -35,6 +36,15 @@ const CaseOp kBiasGlu{
     },
     [](std::span<const TensorView> in, const TensorView& out, eager::Workspace& ws, Stream s) {
       eager::bias_glu_chain(in[0], optional_bias(in), out, ws, s);
+    },
+};
+
+// inputs = {attn, mlp}.
+const CaseOp kGeluTanhCat{
+    "diffusion.gelu_tanh_cat",
+    [](std::span<const TensorView> in, const TensorView& out, Stream s) { gelu_tanh_cat(in[0], in[1], out, s); },
+    [](std::span<const TensorView> in, const TensorView& out, eager::Workspace& ws, Stream s) {
+      eager::gelu_tanh_cat_chain(in[0], in[1], out, ws, s);
     },
 };
 
@@ -145,8 +155,47 @@ std::vector<Case> bias_glu_cases(const CaseRequest& request) {
   return cases;
 }
 
+// ---- gelu_tanh_cat: attn [batch, tokens, hidden] or heads, mlp [batch, tokens, 4 * hidden] ------
+
+// heads: attn is the attention output's [B, H, S, D] transposed to [B, S, H, D] (head dim 128), as
+// FLUX.1's single-stream processor leaves it before its reshape.
+Case gelu_tanh_cat(const TokenShape& s, bool heads, DType dtype, Values values = Values::finite) {
+  const int64_t mlp_width = 4 * s.hidden, head_dim = 128, h = s.hidden / head_dim;
+  OperandSpec attn = dense("attn", {s.batch, s.tokens, s.hidden});
+  if (heads)
+    attn = {"attn heads",
+            {s.batch, s.tokens, h, head_dim},
+            {h * s.tokens * head_dim, head_dim, s.tokens * head_dim, 1},
+            0,
+            s.batch * s.tokens * s.hidden};
+  return kGeluTanhCat.make(s.name + (heads ? " heads" : ""), dtype,
+                           {std::move(attn), dense("mlp", {s.batch, s.tokens, mlp_width})},
+                           {s.batch, s.tokens, s.hidden + mlp_width}, values);
+}
+
+std::vector<Case> gelu_tanh_cat_cases(const CaseRequest& request) {
+  const ShapeTable& shapes = request.shapes;
+  std::vector<Case> cases;
+  if (request.purpose == Purpose::bench) {
+    cases.push_back(gelu_tanh_cat(shapes.models.front(), true, DType::bf16));
+    return cases;
+  }
+  for (const auto& s : shapes.models) {
+    for (DType t : kCaseDtypes) cases.push_back(gelu_tanh_cat(s, true, t));
+    cases.push_back(gelu_tanh_cat(s, false, DType::bf16));
+  }
+  for (const auto& s : shapes.odd) {
+    for (DType t : kCaseDtypes) {
+      cases.push_back(gelu_tanh_cat(s, false, t));
+      cases.push_back(gelu_tanh_cat(s, true, t, Values::specials));
+    }
+  }
+  return cases;
+}
+
 }  // namespace
 
+DFUSE_CLI_CASES("diffusion.gelu_tanh_cat", &gelu_tanh_cat_cases);
 DFUSE_CLI_CASES("diffusion.silu_mul", &silu_mul_cases);
 DFUSE_CLI_CASES("diffusion.bias_silu", &bias_silu_cases);
 DFUSE_CLI_CASES("diffusion.bias_glu", &bias_glu_cases);

@@ -4,8 +4,9 @@
 // storage dtype.
 //
 // Replicated: F.silu, x / (1 + exp(-x)) with an IEEE division (reference/pytorch-eager-arithmetic.md
-// §4); exp is libdevice expf on CUDA, as aten's kernel, and std::exp(float) on the host, so the
-// host replica is bit-exact against torch only where the two exps agree. Same-dtype operands
+// §4); F.gelu(approximate="tanh"), (0.5 x)(tanh(fma(x^3, 0.044715, x) * sqrt(2/pi)) + 1) (§4's table).
+// exp and tanh are libdevice's on CUDA, as aten's kernels, and the C++ library's on the host, so the
+// host replica is bit-exact against torch only where the two agree. Same-dtype operands
 // (bf16, f16, f32), any rank <= 8 with any strides.
 #pragma once
 
@@ -16,7 +17,7 @@
 
 namespace dfuse::eager {
 
-enum class ActivationOp : uint8_t { silu };
+enum class ActivationOp : uint8_t { silu, gelu_tanh };
 
 // out = op(x); out has x's shape (x may broadcast to it).
 void activation(ActivationOp op, const TensorView& x, const TensorView& out, Stream stream = {});

@@ -35,6 +35,10 @@ void residual_gate_add_chain(const TensorView& residual, const TensorView& gate,
 // F.silu(a) * b
 void silu_mul_chain(const TensorView& a, const TensorView& b, const TensorView& out, Workspace& ws,
                     Stream stream = {});
+// torch.cat([attn.reshape(B, S, -1), F.gelu(mlp, approximate="tanh")], dim=2); attn [B, S, Da] or
+// its heads [B, S, H, D]
+void gelu_tanh_cat_chain(const TensorView& attn, const TensorView& mlp, const TensorView& out, Workspace& ws,
+                         Stream stream = {});
 // F.silu(x + bias)
 void bias_silu_chain(const TensorView& x, const TensorView& bias, const TensorView& out, Workspace& ws,
                      Stream stream = {});

@@ -1,4 +1,4 @@
-// dfuse ops, activation family: SiLU-gated products and biased SiLU.
+// dfuse ops, activation family: SiLU-gated products, biased SiLU, and tanh-GELU into a cat.
 //
 // Every op is a pair: can_use_<op>(...) answers for exactly the inputs the kernel accepts
 // (and, given `why`, says which guard failed), and <op>(...) re-checks and throws
@@ -6,9 +6,9 @@
 // tensors (host or CUDA). Outputs are caller-owned.
 //
 // Contract of every op: bit-exact in bf16, f16 and f32 against the eager chain on the same
-// backend. SiLU's exp is libdevice expf on CUDA (as torch 2.11 computes it) and std::exp(float)
-// on the host; the two agree on most inputs but not all, so host results are bit-exact against
-// the host eager replicas (dfuse/eager), CUDA results against torch.
+// backend. SiLU's exp and GELU's tanh are libdevice expf and tanhf on CUDA (as torch 2.11 computes
+// them) and the C++ library's on the host; the two agree on most inputs but not all, so host results
+// are bit-exact against the host eager replicas (dfuse/eager), CUDA results against torch.
 #pragma once
 
 #include <string>
@@ -47,5 +47,15 @@ void bias_silu(const TensorView& x, const TensorView& bias, const TensorView& ou
 bool can_use_bias_glu(const TensorView& x, const TensorView* bias, const TensorView& out,
                       std::string* why = nullptr);
 void bias_glu(const TensorView& x, const TensorView* bias, const TensorView& out, Stream stream = {});
+
+// diffusion.gelu_tanh_cat: out = torch.cat([attn, F.gelu(mlp, approximate="tanh")], dim=2), the tail of
+// FLUX.1's single-stream block; the GELU rounded once to the storage dtype, the cat a copy.
+//   attn: [B, S, Da], or the attention's heads [B, S, H, D] taken as their reshape(B, S, H * D) (Da = H * D,
+//         one copy less than the eager reshape + cat); last dim contiguous, any other strides
+//   mlp:  [B, S, Dm], last dim contiguous, any outer strides
+//   out:  [B, S, Da + Dm], contiguous, overlapping neither input
+bool can_use_gelu_tanh_cat(const TensorView& attn, const TensorView& mlp, const TensorView& out,
+                           std::string* why = nullptr);
+void gelu_tanh_cat(const TensorView& attn, const TensorView& mlp, const TensorView& out, Stream stream = {});
 
 }  // namespace dfuse

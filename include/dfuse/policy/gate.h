@@ -24,6 +24,8 @@
 namespace dfuse {
 
 // Everything an eager dispatch can depend on: op, dtypes, shapes, strides, alignment, device, SM.
+// Built on every gated call, so the key is the values' raw bytes (no number formatting);
+// text() renders it for reports, e.g. "op bf16[2,3,4]s[12,4,1]a16@cuda:0 eps=1e-06 sm_90".
 class Signature {
  public:
   explicit Signature(std::string op);
@@ -31,8 +33,12 @@ class Signature {
   Signature& add_scalar(std::string_view name, double value);
   Signature& set_sm(int major, int minor);
   const std::string& op() const { return op_; }
-  const std::string& key() const { return key_; }  // canonical text form, also the map key
+  const std::string& key() const { return key_; }  // the map key: op, then the encoded values
+  std::string text() const { return signature_text(key_); }
   bool operator<(const Signature& o) const { return key_ < o.key_; }
+
+  // The readable form of a key.
+  static std::string signature_text(std::string_view key);
 
  private:
   std::string op_;
@@ -97,7 +103,7 @@ class Gate {
   OpCounters counters(std::string_view op) const;
   // A table of every signature seen, its state, reason and call counts.
   std::string report() const;
-  void reset();  // forget everything (tests)
+  void reset();  // forget everything (tests; not while calls run)
 
  private:
   struct Slot {
@@ -109,7 +115,15 @@ class Gate {
   bool kill_all_ = false;
   std::vector<std::string> killed_ops_;
   mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, Slot>> slots_;  // key -> (op, slot)
+  struct SlotEntry {
+    std::string op;
+    Slot slot;
+    OpCounters* op_counters;  // counters_[op]; map nodes stay put until reset()
+  };
+  SlotEntry& slot_of(const Signature& sig);  // with mu_ held, as the two below
+  GateDecision decide_locked(SlotEntry& entry, bool capturing);
+  void count_locked(SlotEntry& entry, bool fused);
+  std::map<std::string, SlotEntry> slots_;  // key -> slot
   std::map<std::string, OpCounters, std::less<>> counters_;
 };
 

@@ -35,6 +35,7 @@ residual_gate_add = torch.ops.dfuse.residual_gate_add
 silu_mul = torch.ops.dfuse.silu_mul  # F.silu(a) * b
 bias_silu = torch.ops.dfuse.bias_silu  # F.silu(x + bias)
 bias_glu = torch.ops.dfuse.bias_glu  # h, g = (x + bias).chunk(2, dim=-1); h * F.silu(g)
+gelu_tanh_cat = torch.ops.dfuse.gelu_tanh_cat  # torch.cat([attn.reshape(B, S, -1), F.gelu(mlp, approximate="tanh")], 2)
 usp_merge_heads = torch.ops.dfuse.usp_merge_heads  # x.permute(2, 1, 0, 3, 4).contiguous()
 joint_qkv_cat = torch.ops.dfuse.joint_qkv_cat  # torch.cat([img, txt], dim=1) for each of q, k, v
 pack_qkv_destination_major = torch.ops.dfuse.pack_qkv_destination_major  # Ulysses per-destination q|k|v shards
@@ -70,7 +71,7 @@ gate_reset = torch.ops.dfuse.gate_reset
 
 from .mount import mount  # noqa: E402  dfuse into a diffusers FluxTransformer2DModel at a quality tier
 
-__all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "usp_merge_heads",
+__all__ = ["modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "gelu_tanh_cat", "usp_merge_heads",
            "joint_qkv_cat", "pack_qkv_destination_major", "varlen_pack_qkv", "varlen_pack_segmented_qkv",
            "varlen_scatter_to_padded", "group_limited_topk", "rope_rotate_half", "interleaved_rope_fp64",
            "fused_inplace_qknorm_rope", "rope_interleaved_pairs", "layernorm_modulate",

@@ -25,11 +25,15 @@ Sites (per block; names as in the module tree, e.g. "transformer_blocks.3.norm1"
                                          diffusion.qk_rmsnorm_native (diffusers RMSNorm)
                                                                              norm_q/norm_k, norm_added_q/norm_added_k
   rope_interleaved_pairs     lossless    diffusion.rope_interleaved_pairs    apply_rotary_emb on query and key
+  gelu_tanh_cat              lossless    diffusion.gelu_tanh_cat             the single block's
+                                                                             cat([attn_output, act_mlp(proj_mlp(x))]),
+                                                                             attention heads merged by the cat's copy
   layernorm_folded_modulate  extra-high  diffusion.layernorm_folded_modulate the LN sites as
                                                                              layer_norm(weight=1+scale, bias=shift)
   linear_gelu_tanh           extra-high  diffusion.linear_gelu_tanh          the FFN / proj_mlp up-projection with
                                                                              its tanh-GELU
-At extra-high the folded LayerNorm replaces layernorm_modulate at the sites both cover. "high" adds
+At extra-high the folded LayerNorm replaces layernorm_modulate, and linear_gelu_tanh replaces gelu_tanh_cat's
+GELU (the cat stays), at the sites both cover. "high" adds
 nothing for FLUX.1 (it has no model-owned high-only optimization) and runs the extra-high set.
 
 Rules (the spec's, as MountPlan implements them): a family is fused on all of its sites or on none
@@ -233,11 +237,34 @@ def _gelu_up_fused(op, proj: nn.Linear, tail: list[nn.Module]) -> Callable:
     return fused
 
 
-def _single_mlp_chain(proj_mlp: nn.Module, act_mlp: nn.Module) -> Callable:
-    def chain(x):
-        return act_mlp(proj_mlp(x))
+def _merged_heads(attn_output):
+    # The processor's hidden_states.flatten(2, 3) of the attention's [B, S, H, D] heads (a copy); a processor
+    # the mount did not replace has already merged them.
+    return attn_output.flatten(2, 3) if attn_output.dim() == 4 else attn_output
+
+
+def _single_mlp_cat_chain(proj_mlp: nn.Module, act_mlp: nn.Module) -> Callable:
+    # The single block's torch.cat([attn_output, act_mlp(proj_mlp(x))], dim=2)
+    def chain(attn_output, x):
+        return torch.cat([_merged_heads(attn_output), act_mlp(proj_mlp(x))], dim=2)
 
     return chain
+
+
+def _single_mlp_cat_fused(op, proj_mlp: nn.Linear) -> Callable:
+    # GELU and cat in one op, the heads merged by the copy into the cat (lossless)
+    def fused(attn_output, x):
+        return op(attn_output, proj_mlp(x))
+
+    return fused
+
+
+def _single_mlp_gelu_up_fused(op, proj_mlp: nn.Linear) -> Callable:
+    # The up-projection with its GELU in the GEMM epilogue, then the cat (extra-high)
+    def fused(attn_output, x):
+        return torch.cat([_merged_heads(attn_output), op(x, proj_mlp.weight, proj_mlp.bias)], dim=2)
+
+    return fused
 
 
 # ---- the mounted forwards: the diffusers code with the sites' callables -------------------------
@@ -304,7 +331,6 @@ def _single_block_forward(self, hidden_states, encoder_hidden_states, temb, imag
     emb = self.norm.linear(self.norm.silu(temb))
     shift_msa, scale_msa, gate = emb.chunk(3, dim=1)
     norm_hidden_states = s.norm(hidden_states, scale_msa[:, None], shift_msa[:, None])
-    mlp_hidden_states = s.proj_mlp(norm_hidden_states)
     joint_attention_kwargs = joint_attention_kwargs or {}
     attn_output = self.attn(
         hidden_states=norm_hidden_states,
@@ -312,7 +338,9 @@ def _single_block_forward(self, hidden_states, encoder_hidden_states, temb, imag
         **joint_attention_kwargs,
     )
 
-    hidden_states = torch.cat([attn_output, mlp_hidden_states], dim=2)
+    # torch.cat([attn_output, self.act_mlp(self.proj_mlp(norm_hidden_states))], dim=2); the mounted processor
+    # leaves the attention's heads unmerged for this site.
+    hidden_states = s.mlp_cat(attn_output, norm_hidden_states)
     gate = gate.unsqueeze(1)
     hidden_states = s.residual(residual, gate, self.proj_out(hidden_states))
     if hidden_states.dtype == torch.float16:
@@ -332,11 +360,14 @@ def _norm_out_forward(self, x, conditioning_embedding):
 class MountedFluxAttnProcessor:
     """diffusers' FluxAttnProcessor with its QK RMSNorm and RoPE as fusion sites."""
 
-    def __init__(self, original, sites):
+    def __init__(self, original, sites, unmerged_heads=False):
         from diffusers.models.transformers import transformer_flux
 
         self.original = original
         self.sites = sites
+        # A single block's attention (no encoder states) returns its [B, S, H, D] heads to the mounted block
+        # forward, whose mlp_cat site merges them.
+        self.unmerged_heads = unmerged_heads
         self._attention_backend = original._attention_backend
         self._parallel_config = original._parallel_config
         # The functions FluxAttnProcessor calls, bound once rather than imported per call.
@@ -377,6 +408,8 @@ class MountedFluxAttnProcessor:
             backend=self._attention_backend,
             parallel_config=self._parallel_config,
         )
+        if encoder_hidden_states is None and self.unmerged_heads:
+            return hidden_states.to(query.dtype)
         hidden_states = hidden_states.flatten(2, 3)
         hidden_states = hidden_states.to(query.dtype)
 
@@ -482,7 +515,7 @@ class _Slot:
 class FluxMount:
     """The handle `mount` returns."""
 
-    def __init__(self, transformer, quality: str, name: str | None, cuda_graphs: bool):
+    def __init__(self, transformer, quality: str, name: str | None, cuda_graphs: bool, exclude=()):
         from diffusers.models.transformers.transformer_flux import FluxTransformer2DModel
 
         if not isinstance(transformer, FluxTransformer2DModel):
@@ -502,8 +535,14 @@ class FluxMount:
         self._restore: list[Callable] = []  # undo actions, run in reverse by unmount()
         self._capture_hook = None
         self._gate_at_mount: dict[str, list[int]] = {}
+        self._excluded = tuple(exclude)
         try:
             self._mark_sites()
+            families = sorted({s.family for s in self._sites})
+            unknown = [f for f in self._excluded if f not in families]
+            if unknown:
+                raise ValueError(f"dfuse.torch.mount: unknown families to exclude {unknown}; this model's families: "
+                                 f"{', '.join(families)}")
             for op in sorted({s.op for s in self._sites}):
                 self._gate_at_mount[op] = list(self._ops.op_counters(op))
             transformer._dfuse_mount = self
@@ -553,7 +592,7 @@ class FluxMount:
                                                        eps=float(norm_q.eps))))
         self._slots.append(_Slot(ns, attr, _qk_norm_chain(norm_q, norm_k), candidates))
 
-    def _attention_sites(self, prefix, attn, block_reject):
+    def _attention_sites(self, prefix, attn, block_reject, unmerged_heads=False):
         reject = block_reject or _processor_guard(attn)
         ns = types.SimpleNamespace()
         self._qk_slot(ns, "norm_qk", prefix + "attn.norm_qk", attn.norm_q, attn.norm_k, attn.head_dim, reject)
@@ -565,7 +604,7 @@ class FluxMount:
         self._slots.append(_Slot(ns, "rope", _rope_chain(), [(rope, _rope_fused(self._ops.rope_interleaved_pairs))]))
         if not reject:
             original = attn.processor
-            attn.set_processor(MountedFluxAttnProcessor(original, ns))
+            attn.set_processor(MountedFluxAttnProcessor(original, ns, unmerged_heads))
             self._restore.append(lambda: attn.set_processor(original))
 
     def _mount_forward(self, module, forward, ns):
@@ -620,11 +659,17 @@ class FluxMount:
                 why = f"act_mlp is {block.act_mlp!r}, not nn.GELU(approximate='tanh')"
             if not why and not isinstance(block.proj_mlp, nn.Linear):
                 why = "proj_mlp is not nn.Linear"
-            site = self._site(p + "proj_mlp", "linear_gelu_tanh", "diffusion.linear_gelu_tanh", "extra-high",
-                              "close", why, through_gate=False)
-            candidates = [] if why else [(site, _gelu_up_fused(ops.linear_gelu_tanh, block.proj_mlp, []))]
-            self._slots.append(_Slot(ns, "proj_mlp", _single_mlp_chain(block.proj_mlp, block.act_mlp), candidates))
-            self._attention_sites(p, block.attn, block_reject)
+            gelu_up = self._site(p + "proj_mlp", "linear_gelu_tanh", "diffusion.linear_gelu_tanh", "extra-high",
+                                 "close", why, through_gate=False)
+            mlp_cat = self._site(p + "mlp_cat", "gelu_tanh_cat", "diffusion.gelu_tanh_cat", "lossless", "bit-exact",
+                                 why)
+            candidates = [] if why else [
+                (gelu_up, _single_mlp_gelu_up_fused(ops.linear_gelu_tanh, block.proj_mlp)),
+                (mlp_cat, _single_mlp_cat_fused(ops.gelu_tanh_cat, block.proj_mlp)),
+            ]
+            self._slots.append(_Slot(ns, "mlp_cat", _single_mlp_cat_chain(block.proj_mlp, block.act_mlp),
+                                     candidates))
+            self._attention_sites(p, block.attn, block_reject, unmerged_heads=not block_reject)
             if not block_reject:
                 self._mount_forward(block, _single_block_forward, ns)
 
@@ -647,7 +692,7 @@ class FluxMount:
     def _family_off(self) -> dict[str, str]:
         """Why each family that cannot be fused is off, whatever the quality: a site failed its static guard
         (all-or-nothing)."""
-        off = {}
+        off = {family: "excluded at mount" for family in self._excluded}
         for s in self._sites:
             if s.reject_reason and s.family not in off:
                 off[s.family] = f"site {s.name} failed ({s.reject_reason})"
@@ -895,10 +940,13 @@ def _gate_disabled_reasons(report: str, op: str) -> list[str]:
     return reasons
 
 
-def mount(transformer, quality: str = "lossless", *, name: str | None = None, cuda_graphs: bool = False) -> FluxMount:
+def mount(transformer, quality: str = "lossless", *, name: str | None = None, cuda_graphs: bool = False,
+          exclude=()) -> FluxMount:
     """Mounts dfuse into a diffusers FluxTransformer2DModel at `quality` ("lossless", "extra-high", "high").
 
     name: the model name in batch keys and reports (default: the config's _name_or_path, else the class).
     cuda_graphs: the transformer runs under captured CUDA graphs; request-gated qualities are refused.
+    exclude: families (the report's family column) kept on the model's own chain at every quality, e.g. to
+        measure what one family buys; an unknown name is an error listing the model's families.
     """
-    return FluxMount(transformer, _parse_quality(quality), name, cuda_graphs)
+    return FluxMount(transformer, _parse_quality(quality), name, cuda_graphs, exclude)
