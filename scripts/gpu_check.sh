@@ -21,7 +21,8 @@
 #                           "memcheck,racecheck,ctest_host" for a shorter run
 #   DFUSE_PYTEST_MODULES    the pytest modules (default: python/tests/test_*.py)
 #   DFUSE_BENCH_OPS         comma-separated op names for `dfuse bench` (default: every op)
-#   DFUSE_CHECK_FLUX=1      also scripts/flux_quality.py at FLUX.1-dev size (minutes; OUT/flux_quality.md)
+#   DFUSE_CHECK_FLUX=1      also scripts/flux_quality.py at FLUX.1-dev size (minutes; OUT/flux_quality.md),
+#                           with the arguments in DFUSE_FLUX_ARGS (e.g. "--contribution-steps 5")
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -144,7 +145,8 @@ fi
 run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
   python3 bench/torch_bench.py --json "$OUT/torch_bench.json"
 if [[ ${DFUSE_CHECK_FLUX:-0} == 1 ]]; then
-  run_step flux_quality 420 env DFUSE_TORCH_LIB="$TORCH_LIB" python3 scripts/flux_quality.py --out "$OUT/flux_quality.md"
+  run_step flux_quality 420 env DFUSE_TORCH_LIB="$TORCH_LIB" python3 scripts/flux_quality.py --out "$OUT/flux_quality.md" \
+    ${DFUSE_FLUX_ARGS:-}
 fi
 
 # ---- summary: failing logs' tails first, the table last ------------------------------------------------

@@ -6,8 +6,11 @@
     rope_interleaved_pairs(x, cos, sin)   diffusers' apply_rotary_emb(use_real=True, use_real_unbind_dim=-1)
                                           (FLUX.1/2, HunyuanVideo, CogVideoX) and LTX-Video's own copy of it
     interleaved_rope_fp64(q, k, cos, sin) SANA-Video's apply_interleaved_rotary_emb with fp64 tables, q and k
-    fused_inplace_qknorm_rope(q, k, ...)  q = norm_q(q); k = norm_k(k) (F.rms_norm or diffusers' RMSNorm),
-                                          then the rotate-half chain on each, written back into q and k
+    fused_inplace_qknorm_rope(q, k, ..., round_norm_before_rope=True)
+                                          q = norm_q(q); k = norm_k(k) (F.rms_norm or diffusers' RMSNorm),
+                                          then the rotate-half chain on each, written back into q and k (the
+                                          exact form; the default one-rounding form and the out-of-place and
+                                          pack-KV forms: test_qknorm_rope_forms_torch.py)
 
 The chains below are written the way the model code writes them. Outputs are compared as integers, so -0/+0
 and NaN bits count. Where the fused kernel is expected to run, each case calls the op twice (the Gate's first
@@ -329,7 +332,8 @@ def check_qknorm_rope(b, s, h, d, rot, dtype, norm, math, fused=True, with_weigh
         work = qkv.clone()
         q, k, v = work.view(b, s, 3, h, d).unbind(2)
         v_before = v.clone()
-        dt.fused_inplace_qknorm_rope(q, k, weights[0], weights[1], eps, cos, sin, norm, math)
+        dt.fused_inplace_qknorm_rope(q, k, weights[0], weights[1], eps, cos, sin, norm, math,
+                                     round_norm_before_rope=True)
         assert_bitwise(q.contiguous(), ref_q)
         assert_bitwise(k.contiguous(), ref_k)
         assert torch.equal(bits(v), bits(v_before))  # the packed v is untouched
@@ -418,7 +422,7 @@ def test_opcheck():
     cos128, sin128 = (t[:, None, :] for t in rope_tables(7, 128, torch.float32))
     torch.library.opcheck(torch.ops.dfuse.fused_inplace_qknorm_rope.default,
                           (q, k, rand((128,), torch.bfloat16), None, 1e-6, cos128, sin128, "torch_rms_norm",
-                           "fp32_opmath"))
+                           "fp32_opmath"), {"round_norm_before_rope": True})
     torch.library.opcheck(torch.ops.dfuse.interleaved_rope_fp64.default, tuple(a.cpu() for a in args))
 
 

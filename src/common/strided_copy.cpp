@@ -72,12 +72,6 @@ StridedCopyParams strided_copy_params(std::initializer_list<CopyViews> copies) {
     vectorize(c);
     p.pairs[p.count++] = c;
   }
-  p.interleaved = p.count > 1;
-  for (int k = 1; k < p.count && p.interleaved; ++k) {
-    const CopyPair &a = p.pairs[0], &b = p.pairs[k];
-    p.interleaved = a.ndim == b.ndim && a.unit_bytes == b.unit_bytes;
-    for (int d = 0; d < a.ndim && p.interleaved; ++d) p.interleaved = a.sizes[d] == b.sizes[d];
-  }
   return p;
 }
 

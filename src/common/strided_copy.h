@@ -36,11 +36,6 @@ struct CopyPair {
 struct StridedCopyParams {
   int count = 0;
   int device = 0;  // CUDA device index of the views (the kernel launches there)
-  // Every pair has the same sizes and unit: the CUDA kernel alternates the pairs run by run (run r of
-  // the launch is innermost run r / count of pair r % count), so that copies into slots of one
-  // destination row (q, k and v of a destination-major pack) write each row whole, in order, rather
-  // than one slot of every row per pass (70% of the copy bandwidth on the H200).
-  bool interleaved = false;
   CopyPair pairs[kCopyMaxPairs];
   int64_t total_units() const;
 };

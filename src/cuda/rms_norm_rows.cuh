@@ -6,9 +6,7 @@
 // in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
 // the epilogue's operands, and writes them once. Blocks are 128 threads (aten's vectorized RMSNorm
 // block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path, whose
-// Welford fold needs aten's 512 threads. In 128-thread blocks, a row of up to kRowPrefetchVectors
-// vectors per thread is loaded into registers while the block reduces and writes the previous one,
-// so that a block's loads overlap its own reduction and stores rather than waiting for them.
+// Welford fold needs aten's 512 threads.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -68,53 +66,23 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   r.store(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
-constexpr int kRowPrefetchVectors = 8;
-
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ float row[];
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
-  const auto row_of_x = [&](uint32_t r) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
-    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-  };
-  // Vector u of this thread's part of a row: elements (threadIdx.x + u * kThreads) * VEC onwards.
-  const auto column = [](int u) { return (int64_t(threadIdx.x) + int64_t(u) * kThreads) * VEC; };
-  // 128-thread blocks only: held by 512 threads the vectors would leave one block per SM.
-  constexpr bool kPrefetchable = kThreads == kRmsNormVecThreads;
-  const bool prefetch = kPrefetchable && n <= int64_t(kThreads) * VEC * kRowPrefetchVectors;
-  Pack<T, VEC> next[kRowPrefetchVectors];
-  const auto load_next = [&](uint32_t r) {
-    const T* x = row_of_x(r);
-#pragma unroll
-    for (int u = 0; u < kRowPrefetchVectors; ++u)
-      if (column(u) < n) next[u].load(x + column(u));
-  };
-  if (prefetch && blockIdx.x < rows) load_next(blockIdx.x);
   for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    if (prefetch) {
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      Pack<T, VEC> v;
+      v.load(x + j);
 #pragma unroll
-      for (int u = 0; u < kRowPrefetchVectors; ++u) {
-        if (column(u) >= n) continue;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) row[column(u) + e] = Storage<T>::load(next[u].get(e));
-      }
-    } else {
-      const T* x = row_of_x(r);
-      for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
-        Pack<T, VEC> v;
-        v.load(x + j);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) row[j + e] = Storage<T>::load(v.get(e));
-      }
+      for (int e = 0; e < VEC; ++e) row[j + e] = Storage<T>::load(v.get(e));
     }
     __syncthreads();
-    if (prefetch && r + gridDim.x < rows) load_next(r + gridDim.x);  // in flight through this row's work
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
       rms_norm_rows_epilogue<T, VEC>(p, epi, row, inv, idx, j, std::make_index_sequence<kOperands>{});

@@ -1,7 +1,6 @@
 // The CUDA kernel of the data-movement copy: every copy of StridedCopyParams in one launch. Each
 // thread moves one unit (16 bytes, or one element) per step of a grid-stride loop over the
-// concatenated (or, for copies of one geometry, run-interleaved) units of all copies; a unit's copy
-// and multi-index come from its linear index.
+// concatenated units of all copies; a unit's copy and multi-index come from its linear index.
 #include <cuda_runtime.h>
 
 #include "cuda/grid_stride.cuh"
@@ -17,13 +16,7 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
     int k = 0;
     Index local = i;
-    if (p.interleaved) {
-      const Index inner = Index(p.pairs[0].sizes[p.pairs[0].ndim - 1]), run = i / inner;
-      k = int(run % Index(p.count));
-      local = run / Index(p.count) * inner + i % inner;
-    } else {
-      while (local >= Index(p.pairs[k].units)) local -= Index(p.pairs[k].units), ++k;
-    }
+    while (local >= Index(p.pairs[k].units)) local -= Index(p.pairs[k].units), ++k;
     const CopyPair& c = p.pairs[k];
     int64_t src_offset = 0, dst_offset = 0;
     for (int d = c.ndim - 1; d >= 0; --d) {

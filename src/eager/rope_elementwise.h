@@ -1,6 +1,7 @@
 // Internal: the eager replicas of the rope family's extra aten primitives (cast across dtypes,
-// neg, binary ops under type promotion), shared by the host loop and the CUDA kernel. Operand
-// layout as in eager/elementwise.h: 0 is the output, 1 and 2 the inputs.
+// neg, binary ops under type promotion, f32 addcmul_), shared by the host loop and the CUDA kernel.
+// Operand layout as in eager/elementwise.h: 0 is the output, 1 and 2 the inputs (addcmul_ also
+// reads the output, its self).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 namespace dfuse::eager::detail {
 
-enum class MixedOp : uint8_t { cast, neg, add, sub, mul };
+enum class MixedOp : uint8_t { cast, neg, add, sub, mul, addcmul_inplace };
 
 struct MixedParams {
   MixedOp op = MixedOp::cast;
@@ -57,6 +58,11 @@ DFUSE_HD void mixed_apply(const MixedParams& p, const int64_t off[3]) {
     default: break;
   }
   const double b = load_exact(p.b, p.b_dtype, off[2]);
+  if (p.op == MixedOp::addcmul_inplace) {  // self.addcmul_(a, b) in f32: torch 2.11's fma(a, b, self)
+    float* self = static_cast<float*>(p.out) + off[0];
+    *self = fma_rn(float(a), float(b), *self);
+    return;
+  }
   if (p.out_dtype == DType::f64) {
     const double r = p.op == MixedOp::add ? dadd_rn(a, b) : p.op == MixedOp::sub ? dsub_rn(a, b) : dmul_rn(a, b);
     static_cast<double*>(p.out)[off[0]] = r;

@@ -420,6 +420,53 @@ void register_rmsnorm(Registry& r) {
                            .description = "gated residual after an RMSNorm with storage-dtype (bf16-native) "
                                           "statistics, one pass; D <= 8192",
                        });
+  // Request-gated (quality extra-high): fp32 internals, one rounding (ops/norm/norm_fp32_rows.h).
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.norm_scale_shift",
+                           .symbol = "norm_scale_shift",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "F.layer_norm(x, (D,), weight, bias, eps) or F.rms_norm(x, (D,), weight, "
+                                       "eps); * (1 + scale) + shift",
+                           .models = {"FLUX.1", "Wan 2.1", "Qwen-Image", "LTX-2"},
+                           .family = "norm",
+                           .description = "request-gated: LayerNorm or RMSNorm + modulate with fp32 internals, one "
+                                          "rounding; |out - chain| <= 6u(|n(1 + scale)| + |shift|); bit-exact vs "
+                                          "the chain on float copies; scale/shift per batch, token, frame, scalar, "
+                                          "chunk(6); D <= 8192",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_modulate_fp32",
+                           .symbol = "rmsnorm_modulate_fp32",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "v = x.float().pow(2).mean(-1, keepdim=True); "
+                                       "h = (x * torch.rsqrt(v + eps)).to(dtype) * weight; "
+                                       "h * (1 + scale) + shift",
+                           .models = {"LTX-2"},
+                           .family = "norm",
+                           .description = "request-gated LTX-2 RMSNorm (diffusers module) + modulate in one launch, "
+                                          "fp32 internals, one rounding (norm_scale_shift's kernel); |out - chain| "
+                                          "<= 7u(|n(1 + scale)| + |shift|); bit-exact vs the chain on float "
+                                          "copies; D <= ~8160",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.rmsnorm_tanh_residual_fp32",
+                           .symbol = "rmsnorm_tanh_residual_fp32",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "residual + torch.tanh(gate) * RMSNorm(y), RMSNorm(y) = y * torch.rsqrt("
+                                       "y.pow(2).mean(-1, keepdim=True) + eps) * weight (every op in y's dtype)",
+                           .models = {"Z-Image", "Ideogram 4"},
+                           .family = "norm",
+                           .description = "request-gated BF16-native gate RMSNorm (RMSNorm + tanh + mul + add) in "
+                                          "one pass with fp32 internals, one rounding; |out - chain| <= "
+                                          "10u(|tanh(gate) n| + |residual|); bit-exact vs the chain on float "
+                                          "copies; D <= ~8160",
+                       });
 }
 
 // RoPE ops of the rope family.
@@ -480,6 +527,157 @@ void register_rope(Registry& r) {
                            .family = "rope",
                            .description = "exact form (norm rounded before RoPE): per-head QK RMSNorm + "
                                           "rotate-half RoPE in place, D 128 or 256, one warp per head",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.fused_inplace_qknorm_rope_one_rounding",
+                           .symbol = "fused_inplace_qknorm_rope_one_rounding",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::close,
+                           .tier = Quality::extra_high,
+                           .replaces = "q = norm_q(q); k = norm_k(k) (F.rms_norm or diffusers RMSNorm), then "
+                                       "the fp32-opmath rope_rotate_half chain on each, in place",
+                           .models = {"ERNIE-Image", "Cosmos3", "Krea2", "MiniMax-H3"},
+                           .family = "rope",
+                           .description = "default form (round_norm_before_rope=False): the normalized value "
+                                          "stays fp32 into the RoPE, one rounding; within (u + 2^-21)(|c n_e| + "
+                                          "|s n_p|) + u(|fused| + |split|) of the split chain (u = 2^-8 bf16)",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.fused_qknorm_rope",
+                           .symbol = "fused_qknorm_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "norm_q(q), norm_k(k), then the rope_rotate_half chain on each, as new "
+                                       "tensors",
+                           .models = {"ERNIE-Image", "Cosmos3", "Krea2", "MiniMax-H3"},
+                           .family = "rope",
+                           .description = "out-of-place form of fused_inplace_qknorm_rope (exact): q, k read, "
+                                          "results into q_out, k_out",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.fused_qknorm_rope_pack_kv",
+                           .symbol = "fused_qknorm_rope_pack_kv",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "q = rope(norm_q(q)) in place; torch.stack([rope(norm_k(k)), v], dim=-3) "
+                                       "into a KV buffer",
+                           .models = {"Cosmos3"},
+                           .family = "rope",
+                           .description = "pack-KV form of fused_inplace_qknorm_rope (exact): q in place, rotated "
+                                          "k and a bit copy of v into kv [..., 2, H, D], one launch",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.flux2_strided_qknorm_rope",
+                           .symbol = "flux2_strided_qknorm_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "query, key = attn.norm_q(query), attn.norm_k(key) (torch.nn.RMSNorm on "
+                                       "qkv.chunk(3, -1) views of to_qkv_mlp_proj), then apply_rotary_emb(..., "
+                                       "sequence_dim=1) on each",
+                           .models = {"FLUX.2", "FLUX.2 Klein"},
+                           .family = "rope",
+                           .description = "single-stream block: QK RMSNorm (rounded, signed zeros kept) + "
+                                          "interleaved-pair RoPE from strided packed Q/K views into contiguous "
+                                          "q, k; V and MLP columns never written; D 128 or 256",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.flux2_qkv_epilogue",
+                           .symbol = "flux2_qkv_epilogue",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "norm_q/norm_k on image q/k, norm_added_q/norm_added_k on text q/k, "
+                                       "torch.cat([text, image], dim=1) for q, k, v, apply_rotary_emb on joint q, k",
+                           .models = {"FLUX.2", "FLUX.2 Klein"},
+                           .family = "rope",
+                           .description = "double-stream block: QK RMSNorm + joint text/image QKV packing + "
+                                          "interleaved-pair RoPE, joint q, k, v written in one launch",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.ltx2_qknorm_split_rope",
+                           .symbol = "ltx2_qknorm_split_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact_verified,
+                           .tier = Quality::lossless,
+                           .replaces = "query = attn.norm_q(query); key = attn.norm_k(key) (torch.nn.RMSNorm over "
+                                       "heads * head_dim); apply_split_rotary_emb(x, (cos, sin)) on each: "
+                                       "x.reshape(b, t, h, -1).swapaxes(1, 2), split_x = x.reshape(..., 2, r)"
+                                       ".float(), out = split_x * cos_u, first_out.addcmul_(-sin_u, second_x), "
+                                       "second_out.addcmul_(sin_u, first_x), swapaxes back, .to(x_dtype)",
+                           .models = {"LTX-2"},
+                           .family = "rope",
+                           .description = "diffusers 0.42.1 LTX2AudioVideoAttnProcessor, rope_type=\"split\": "
+                                          "F.rms_norm over the whole inner dim of q and k, then split RoPE "
+                                          "with fp32 [B, H, S, D/2] tables, one launch (block per token); "
+                                          "bit-exact incl. torch 2.11's fma in addcmul_",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.ltx25_decoder_rope",
+                           .symbol = "ltx25_decoder_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "LTX2VideoVaeRotaryPosEmbed3D(query), (key) with cached per-axis "
+                                       "cos/sin: per axis (frame, row, column) even, odd = pairs.float(); "
+                                       "torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1)"
+                                       ".to(x.dtype); torch.cat over the axes",
+                           .models = {"LTX-2.5 decoder"},
+                           .family = "rope",
+                           .description = "diffusers 0.42.1 ltx2_diffusion_decoder: paired q/k 3D RoPE on "
+                                          "[B, T, H, W, heads, D], compact fp32 tables [T|H|W, d/2] expanded "
+                                          "per token in the kernel (no [tokens, D] table)",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.helios_qk_rope",
+                           .symbol = "helios_qk_rope",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "apply_rotary_emb_transposed(query), (key): x_1, x_2 = x.unflatten(-1, "
+                                       "(-1, 2)).unbind(-1); cos, sin = freqs_cis.unsqueeze(-2).chunk(2, -1); "
+                                       "out[..., 0::2] = x_1 * cos[..., 0::2] - x_2 * sin[..., 1::2]; "
+                                       "out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]",
+                           .models = {"Helios"},
+                           .family = "rope",
+                           .description = "diffusers 0.42.1 HeliosAttnProcessor: paired q/k RoPE, in place, "
+                                          "from the [B, S, 2D] cos|sin table (any strides: also its transposed "
+                                          "view before .contiguous())",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.qwen_qkv_epilogue",
+                           .symbol = "qwen_qkv_epilogue",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "img_q, img_k = norm_q(img_q), norm_k(img_k); txt_q, txt_k = "
+                                       "norm_added_q(txt_q), norm_added_k(txt_k) (diffusers RMSNorm); each x = "
+                                       "apply_rotary_emb_qwen(x, freqs, use_real=False): view_as_real("
+                                       "view_as_complex(x.float().reshape(..., -1, 2)) * freqs.unsqueeze(1))"
+                                       ".flatten(3).type_as(x); torch.cat([txt, img], dim=1) for q, k, v",
+                           .models = {"Qwen-Image"},
+                           .family = "rope",
+                           .description = "QwenDoubleStreamAttnProcessor2_0's QK RMSNorm + complex RoPE + joint "
+                                          "[txt, img] QKV writes in one launch; heads of 128, strided inputs; "
+                                          "torch 2.11's contracted complex<float> multiply",
+                       });
+  add_host_and_cuda(r, KernelSpec{
+                           .op = "diffusion.hunyuan_qkv_rope_pack",
+                           .symbol = "hunyuan_qkv_rope_pack",
+                           .capabilities = {.dtypes = kFloat16And32, .layouts = layouts},
+                           .contract = Contract::bit_exact,
+                           .tier = Quality::lossless,
+                           .replaces = "img_q, img_k = norm_q(img_q), norm_k(img_k); txt_q, txt_k = "
+                                       "norm_added_q(txt_q), norm_added_k(txt_k) (diffusers RMSNorm); img_q, img_k = "
+                                       "apply_rotary_emb(x, (cos, sin), sequence_dim=1) (use_real_unbind_dim=-1); "
+                                       "torch.cat([img, txt], dim=1) for q, k, v",
+                           .models = {"HunyuanVideo"},
+                           .family = "rope",
+                           .description = "HunyuanVideoAttnProcessor2_0's QK RMSNorm + interleaved-pair RoPE on "
+                                          "the image tokens + joint [img, txt] QKV pack in one launch; heads of "
+                                          "128, strided inputs (packed-QKV views, single-stream token ranges)",
                        });
 }
 

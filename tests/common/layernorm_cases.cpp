@@ -110,25 +110,6 @@ std::string run_layernorm_folded_case(Device d, DType t, const LayernormCase& c,
       });
 }
 
-namespace {
-
-std::vector<double> values_of(const TensorView& v) {
-  const auto bytes = gather_bytes(v);
-  std::vector<double> out(size_t(v.numel()));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_double(bytes.data(), v.dtype(), int64_t(i));
-  return out;
-}
-
-double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::bf16: return std::ldexp(1.0, -8);
-    case DType::f16: return std::ldexp(1.0, -11);
-    default: return std::ldexp(1.0, -24);
-  }
-}
-
-}  // namespace
-
 std::string run_layernorm_folded_bound_case(Device d, DType t, const LayernormCase& c, uint64_t seed,
                                             double* max_ratio) {
   if (c.B != 1 || c.mode == ModulationMode::per_token || c.specials) return "";
@@ -143,8 +124,8 @@ std::string run_layernorm_folded_bound_case(Device d, DType t, const LayernormCa
   eager::layer_norm(x.view, nullptr, nullptr, c.eps, normalized.view);
   layernorm_folded_modulate(x.view, scale.view, shift.view, c.eps, fused.view);
   runtime(d).synchronize({});
-  const auto f = values_of(fused.view), e = values_of(chain.view), n = values_of(normalized.view);
-  const auto sc = values_of(scale.view), sh = values_of(shift.view);
+  const auto f = element_values(fused.view), e = element_values(chain.view), n = element_values(normalized.view);
+  const auto sc = element_values(scale.view), sh = element_values(shift.view);
   const double u = unit_roundoff(t);
   double worst = 0.0;
   for (size_t i = 0; i < f.size(); ++i) {

@@ -114,6 +114,21 @@ std::string compare_bits(const TensorView& fused, const TensorView& eager, bool 
   return describe_bitwise_mismatch(a.data(), b.data(), fused.dtype(), fused.numel());
 }
 
+std::vector<double> element_values(const TensorView& v) {
+  const auto bytes = gather_bytes(v);
+  std::vector<double> out(size_t(v.numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_double(bytes.data(), v.dtype(), int64_t(i));
+  return out;
+}
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::bf16: return std::ldexp(1.0, -8);
+    case DType::f16: return std::ldexp(1.0, -11);
+    default: return std::ldexp(1.0, -24);
+  }
+}
+
 bool fully_written(const TensorView& v, uint8_t pattern) {
   auto bytes = gather_bytes(v);
   const size_t es = dtype_size(v.dtype());

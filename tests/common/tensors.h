@@ -35,6 +35,10 @@ std::vector<uint8_t> gather_bytes(const TensorView& v);
 // propagates operand payloads and its own negative default NaN, and which operand's payload
 // wins depends on the operation (add vs fma), so payloads are not part of the host f32 contract.
 std::string compare_bits(const TensorView& fused, const TensorView& eager, bool any_nan_f32 = false);
+// The view's elements in row-major order, as doubles (for bounds of close contracts).
+std::vector<double> element_values(const TensorView& v);
+// The unit roundoff of a storage dtype: 2^-8 (bf16), 2^-11 (f16), 2^-24 (f32).
+double unit_roundoff(DType t);
 // True when no element of `v` still has every byte equal to `pattern`.
 bool fully_written(const TensorView& v, uint8_t pattern);
 // Set by DFUSE_GPU_TEST_SMALL=1 (compute-sanitizer runs): skip model-size shapes.

@@ -16,7 +16,8 @@
 // |eager| < 1e-6.) The eager chain is taken with fp32 split-K reductions: PyTorch's default
 // (torch.backends.cuda.matmul.allow_{bf16,fp16}_reduced_precision_reduction) lets cuBLAS round partial
 // sums to the storage dtype, which moves the eager GEMM itself off the exact product (measured: 0.002
-// at M = 1, K = 3072).
+// at M = 1, K = 3072). The fused GEMM keeps its own split-K partial sums in fp32 (cuBLASLt's in-place and
+// output-type reduction schemes are excluded).
 // Measured errors: docs/BENCHMARKS.md.
 //
 // Operands of every op:

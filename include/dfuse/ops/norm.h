@@ -85,11 +85,13 @@ void fp32_layernorm_bf16(const TensorView& x, const TensorView* weight, const Te
 
 // ---- residual + norm -----------------------------------------------------------------------------
 
-// The norm of diffusion.scale_residual_norm_scale_shift.
-enum class ResidualNorm : uint8_t {
-  layer_norm,  // F.layer_norm(r, (D,), eps=eps), affine-free (weight must be null)
-  rms_norm,    // F.rms_norm(r, (D,), weight, eps), weight optional
+// The norm of diffusion.scale_residual_norm_scale_shift (there: layer_norm affine-free, the weight
+// null) and of diffusion.norm_scale_shift.
+enum class NormKind : uint8_t {
+  layer_norm,  // F.layer_norm(x, (D,), weight, bias, eps)
+  rms_norm,    // F.rms_norm(x, (D,), weight, eps)
 };
+using ResidualNorm = NormKind;
 
 // diffusion.scale_residual_norm_scale_shift: the gated residual step and the next block's
 // modulated norm in one pass,
@@ -120,5 +122,36 @@ void scale_residual_norm_scale_shift(ResidualNorm norm, const TensorView& residu
                                      const TensorView& update, const TensorView* weight, double eps,
                                      const TensorView& scale, const TensorView& shift, const TensorView& residual_out,
                                      const TensorView& out, Stream stream = {});
+
+// ---- request-gated norm + modulate with fp32 internals -------------------------------------------
+
+// diffusion.norm_scale_shift: the request-gated (quality "extra-high") replacement of
+//   n = F.layer_norm(x, (D,), weight, bias, eps)  or  F.rms_norm(x, (D,), weight, eps)
+//   out = n * (1 + scale) + shift                                     (four kernels)
+// in one pass with fp32 internals: the norm's fp32 statistics in aten's reduction order for the path
+// it takes for x (and weight, bias), the normalized value kept in float, 1 + scale, the product and
+// the sum in float, one rounding to the storage dtype. Contract: close to that chain (whose n, 1 +
+// scale, product and sum are each rounded to the storage dtype):
+//   |out - chain| <= 6u * (|n * (1 + scale)| + |shift|)   per element,
+// n the chain's normalized value, u the unit roundoff (2^-8 bf16, 2^-11 f16, 2^-24 f32); NaN/Inf
+// inputs give NaN/Inf where the chain has them; in f32 the two are equal. Bit-exact against the fp32
+// chain (norm(x.float(), (D,), weight.float(), bias.float(), eps) * (1 + scale.float()) +
+// shift.float()).to(x.dtype) (Wan's form) whenever aten takes the same path for x as for x.float():
+// always in f32; in bf16/f16 when D % 4 != 0 or x, weight, bias are 4-element aligned (or x
+// non-contiguous).
+//   x:            [..., D], rank 1..4, last dim contiguous, any outer strides, 1 <= D <= 8192
+//   weight:       null or [D] contiguous, x's dtype
+//   bias:         layer_norm: null or [D] contiguous, x's dtype; rms_norm: must be null
+//   scale, shift: broadcastable to x (right-aligned), last dim contiguous or size 1: per batch
+//                 [B, 1, D], per token [B, S, D], per frame [B, F, 1, D] against x [B, F, HW, D],
+//                 a scalar (0-d or [1]), strided chunk(6) slices of a [B, 1, 6D] table
+//   out:          x's shape, last dim contiguous; may be x itself
+// All operands share one dtype (bf16, f16, f32) and one device; eps finite and >= 0. On the host
+// rsqrt is correctly rounded (CUDA: rsqrtf), as in the host eager replicas.
+bool can_use_norm_scale_shift(NormKind norm, const TensorView& x, const TensorView* weight, const TensorView* bias,
+                              double eps, const TensorView& scale, const TensorView& shift, const TensorView& out,
+                              std::string* why = nullptr);
+void norm_scale_shift(NormKind norm, const TensorView& x, const TensorView* weight, const TensorView* bias, double eps,
+                      const TensorView& scale, const TensorView& shift, const TensorView& out, Stream stream = {});
 
 }  // namespace dfuse

@@ -114,4 +114,46 @@ bool can_use_rmsnorm_tanh_residual(const TensorView& residual, const TensorView&
 void rmsnorm_tanh_residual(const TensorView& residual, const TensorView& gate, const TensorView& y,
                            const TensorView* weight, double eps, const TensorView& out, Stream stream = {});
 
+// ---- request-gated (quality "extra-high"), fp32 internals -----------------------------------------
+
+// diffusion.rmsnorm_modulate_fp32: LTX-2's RMSNorm + modulate in one launch with no intermediate
+// rounding (quality "extra-high"), replacing the chain (diffusers' RMSNorm module, as LTX-2's norm1,
+// norm2, norm3 and its audio norms are)
+//   v = x.float().pow(2).mean(-1, keepdim=True); h = x * torch.rsqrt(v + eps)
+//   n = h.to(weight.dtype) * weight   (no weight: h.to(x.dtype))
+//   out = n * (1 + scale) + shift                                     (rmsnorm_decomposed_scale_shift)
+// with fp32 internals: the float mean in Reduce.cuh's order for M rows (as the chain), h and h *
+// weight, 1 + scale, the product and the sum in float, one rounding. The kernel is norm_scale_shift's
+// (ops/norm/norm_fp32_rows.h) with these statistics. Contract: close to the chain,
+//   |out - chain| <= 7u * (|n * (1 + scale)| + |shift|)   per element,
+// n the chain's normalized value, u the unit roundoff (the chain rounds h and h * weight: one
+// rounding more than norm_scale_shift's); bit-exact against the chain on float copies,
+// (RMSNorm(x.float()) [weight.float()] * (1 + scale.float()) + shift.float()).to(x.dtype), and in f32
+// against the chain itself. Operands as norm_scale_shift (no bias); refused where torch's float
+// mean would split a row across warps (D above about 8160).
+bool can_use_rmsnorm_modulate_fp32(const TensorView& x, const TensorView* weight, double eps, const TensorView& scale,
+                                   const TensorView& shift, const TensorView& out, std::string* why = nullptr);
+void rmsnorm_modulate_fp32(const TensorView& x, const TensorView* weight, double eps, const TensorView& scale,
+                           const TensorView& shift, const TensorView& out, Stream stream = {});
+
+// diffusion.rmsnorm_tanh_residual_fp32: the request-gated form of rmsnorm_tanh_residual (the
+// spec's BF16-native gate RMSNorm, RMSNorm + tanh + mul + add in one pass), replacing
+//   residual + torch.tanh(gate) * RMSNorm(y),  RMSNorm(y) = y * torch.rsqrt(y.pow(2).mean(-1,
+//   keepdim=True) + eps) * weight,  every op rounded to y's dtype (storage_dtype chain, 9 kernels)
+// with fp32 internals: the squares, their mean (Reduce.cuh's order for a float tensor of M rows),
+// rsqrt, the normalized value, tanh, the product and the sum all in float, one rounding at the end.
+// It is that chain run on float copies and rounded once: bit-exact against
+//   (residual.float() + torch.tanh(gate.float()) * RMSNorm(y.float()) [weight.float()]).to(y.dtype)
+// and, in f32, against the chain itself. Contract against the bf16/f16 chain: close,
+//   |out - chain| <= 10u * (|tanh(gate) * n| + |residual|)   per element,
+// n the chain's RMSNorm(y), u the unit roundoff (2^-8 bf16, 2^-11 f16), where the chain's own
+// intermediates do not overflow (f16 squares of |y| > 256 are Inf in the chain). Operands as
+// rmsnorm_tanh_residual; refused where torch's float mean would split a row across warps (D above
+// about 8160; the decomposed chain's limit).
+bool can_use_rmsnorm_tanh_residual_fp32(const TensorView& residual, const TensorView& gate, const TensorView& y,
+                                        const TensorView* weight, double eps, const TensorView& out,
+                                        std::string* why = nullptr);
+void rmsnorm_tanh_residual_fp32(const TensorView& residual, const TensorView& gate, const TensorView& y,
+                                const TensorView* weight, double eps, const TensorView& out, Stream stream = {});
+
 }  // namespace dfuse

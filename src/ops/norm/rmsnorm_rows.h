@@ -43,19 +43,20 @@ void check_rms_norm_input(GuardList& g, RmsNormChain chain, const TensorView& x,
 RmsNormRowsParams rms_norm_rows_params(RmsNormChain chain, const TensorView& x, const TensorView* weight, double eps,
                                        std::initializer_list<const TensorView*> operands, const TensorView& out);
 
-// The normalized value of element x of a row, rounded to T; `inv` is the row's rstd (torch chain)
-// or inverse RMS (decomposed chain).
+// The normalized value of element x of a row before its last rounding to T; `inv` is the row's rstd
+// (torch chain) or inverse RMS (decomposed chain).
+template <typename T>
+DFUSE_HD float rms_norm_normalized_float(const RmsNormRowsParams& p, float x, float inv, float weight) {
+  const bool has_weight = p.weight != nullptr;
+  if (p.chain == RmsNormChain::torch_rms_norm) return torch_rms_norm_element(x, inv, has_weight, weight);
+  if (p.chain == RmsNormChain::diffusers_decomposed) return decomposed_rms_norm_element<T>(x, inv, has_weight, weight);
+  return storage_rms_norm_element<T>(x, inv, has_weight, weight);
+}
+
+// The normalized value of element x of a row, rounded to T.
 template <typename T>
 DFUSE_HD T rms_norm_normalized(const RmsNormRowsParams& p, float x, float inv, float weight) {
-  const bool has_weight = p.weight != nullptr;
-  float y;
-  if (p.chain == RmsNormChain::torch_rms_norm)
-    y = torch_rms_norm_element(x, inv, has_weight, weight);
-  else if (p.chain == RmsNormChain::diffusers_decomposed)
-    y = decomposed_rms_norm_element<T>(x, inv, has_weight, weight);
-  else
-    y = storage_rms_norm_element<T>(x, inv, has_weight, weight);
-  return Storage<T>::store(y);
+  return Storage<T>::store(rms_norm_normalized_float<T>(p, x, inv, weight));
 }
 
 // The pow(2) intermediate's row start relative to a 16-byte boundary, in elements (Reduce.cuh's

@@ -4,28 +4,13 @@
 // chain (ops/rope/rope_rotate_half.h) on the rounded values, written back in place. Contract:
 // bit-exact against that chain (dfuse/ops/rope.h). Per head: the row's statistic in the chain's
 // reduction order, every element normalized and rounded to T, then rotated from the rounded values
-// (the tail beyond R keeps the normalized value).
+// (the tail beyond R keeps the normalized value). The rows, guards and kernels are the QK-norm +
+// RoPE rows (ops/rope/qknorm_rope_rows.h) with pairing rotate_half and round_norm; q and k are the
+// two parts of one launch (CUDA entry: ops/rope/qknorm_rope_rows.cu).
+// Its other forms, on the same rows: fused_qknorm_rope (out of place, exact), fused_qknorm_rope_pack_kv
+// (q in place; rotated k and a copy of v into a packed [..., 2, H, D] buffer; exact), and
+// fused_inplace_qknorm_rope_one_rounding (round_norm off: the normalized value stays fp32 into the
+// fp32-opmath RoPE, one rounding per element; close, bound in dfuse/ops/rope.h).
 #pragma once
 
-#include <cstdint>
-
-#include "common/rows.h"
-#include "dfuse/core/device.h"
-#include "dfuse/ops/rope.h"
-#include "ops/norm/rmsnorm_rows.h"
-
-namespace dfuse::detail {
-
-// One of q, k: its RMSNorm row parameters (x = rows.in[0], written through rows.out = the same
-// view) and its rotate-half tables.
-struct QkNormRopeParams {
-  RmsNormRowsParams norm;
-  DType table_dtype = DType::bf16;
-  RopeMath math = RopeMath::fp32_opmath;
-  int64_t rot_dim = 0;
-  RowOperand cos, sin;
-};
-
-using QkNormRopeEntry = void (*)(const QkNormRopeParams& q, const QkNormRopeParams& k, Stream stream);
-
-}  // namespace dfuse::detail
+#include "ops/rope/qknorm_rope_rows.h"

@@ -1,0 +1,139 @@
+// The CUDA kernel behind the request-gated norm + epilogue ops with fp32 internals (parameters,
+// arithmetic and host twin: ops/norm/norm_fp32_rows.h). One block per row, persistent over rows:
+// the row of x is read once from HBM with VEC-element vectors (16 bytes when every row operand,
+// the weight and the bias allow) into shared memory as float, the statistics are folded from there
+// in the eager chain's order (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh), then each thread
+// produces VEC outputs at a time from the staged row, the weight, the bias and the epilogue's two
+// operands (a per-row value when its column stride is 0), and writes them once. Blocks have aten's
+// size for the statistics: 128 threads (vectorized LayerNorm / RMSNorm paths, Reduce.cuh's mean
+// emulated by 128 lanes) or 512 for the generic Welford path. In place is safe: the whole row is
+// staged before any of it is written.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/dispatch.h"
+#include "cuda/check.h"
+#include "cuda/device_guard.h"
+#include "cuda/layer_norm_stats.cuh"
+#include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
+#include "ops/norm/norm_fp32_rows.h"
+
+namespace dfuse::detail {
+
+// The row's statistics from the staged row, by the whole block (kThreads: the statistics' block).
+template <int kThreads>
+__device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, const float* row, uint32_t r) {
+  const int64_t n = p.rows.geom.cols;
+  if constexpr (kThreads == kLayerNormMomentsThreads) {
+    const LayerNormStats s = block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n);
+    if (p.stats == Fp32NormStats::layer_norm) return {s.mean, layer_norm_rstd(s.var, p.eps)};
+    return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
+  } else {
+    static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
+    if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(row, n, p.eps)};
+    if (p.stats == Fp32NormStats::mean_of_squares)
+      return {0.0f, block_decomposed_inv_rms(row, n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor, p.eps)};
+    const LayerNormStats s = block_layer_norm_stats_vectorized(
+        [row](int64_t i, float v[4]) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[k] = row[4 * i + k];
+        },
+        n);
+    return {s.mean, layer_norm_rstd(s.var, p.eps)};
+  }
+}
+
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> load_row_operand(const RowOperand& op, const uint32_t idx[3], int64_t j) {
+  Pack<T, VEC> v;
+  const T* src = static_cast<const T*>(op.data) + op.offset(idx);
+  if (op.col_stride == 0)
+    v.fill(src[0]);
+  else
+    v.load(src + j);
+  return v;
+}
+
+template <typename T, int kThreads, int VEC, typename Epi>
+__global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi) {
+  extern __shared__ float row[];
+  using S = Storage<T>;
+  const int64_t n = p.rows.geom.cols;
+  const uint32_t rows = uint32_t(p.rows.geom.rows());
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    uint32_t idx[3];
+    p.rows.geom.split(r, idx);
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      Pack<T, VEC> v;
+      v.load(x + j);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) row[j + e] = S::load(v.get(e));
+    }
+    __syncthreads();
+    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, row, r);
+    T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
+      const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
+      Pack<T, VEC> w, c;
+      if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
+      if (p.bias) c.load(static_cast<const T*>(p.bias) + j);
+      Pack<T, VEC> o;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) {
+        const float normed = norm_fp32_element(p, row[j + e], stats, int((j + e) % 4),
+                                               p.weight ? S::load(w.get(e)) : 1.0f, p.bias ? S::load(c.get(e)) : 0.0f);
+        o.set(e, epi(normed, a.get(e), b.get(e)));
+      }
+      o.store(out + j);
+    }
+    __syncthreads();  // the next row overwrites the staged one
+  }
+}
+
+template <typename T, int kThreads, int VEC, typename Epi>
+void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
+  auto kernel = norm_fp32_rows_kernel<T, kThreads, VEC, Epi>;
+  const size_t smem = size_t(p.rows.geom.cols) * sizeof(float);
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int64_t resident = int64_t(multiprocessor_count(p.rows.device)) * std::max(per_sm, 1);
+  const uint32_t grid = uint32_t(std::min<int64_t>(p.rows.geom.rows(), resident));
+  kernel<<<grid, kThreads, smem, stream>>>(p, epi);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+// 16-byte vectors when x, the operands, the output, the weight and the bias allow them.
+template <typename T, int kThreads, typename Epi>
+void launch_norm_fp32_rows_vec(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  const auto aligned = [](const void* v) { return !v || reinterpret_cast<uintptr_t>(v) % 16 == 0; };
+  if (aligned(p.weight) && aligned(p.bias) && rowwise_vectorizable(p.rows, 16))
+    launch_norm_fp32_rows<T, kThreads, kVec>(p, epi, stream);
+  else
+    launch_norm_fp32_rows<T, kThreads, 1>(p, epi, stream);
+}
+
+// The CUDA entry of an op whose epilogue is Epi<T>: dtype dispatch, then the launch with the
+// statistics' block size.
+template <template <typename> class Epi>
+void norm_fp32_rows_cuda_entry(const NormFp32RowsParams& p, Stream stream) {
+  if (p.rows.geom.rows() == 0 || p.rows.geom.cols == 0) return;
+  const DeviceGuard device(p.rows.device);
+  auto s = static_cast<cudaStream_t>(stream.handle);
+  dispatch_bf16_f16_f32(p.rows.dtype, "norm_fp32_rows kernel", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.stats != Fp32NormStats::mean_of_squares && p.path == LayerNormPath::generic)
+      launch_norm_fp32_rows_vec<T, kLayerNormMomentsThreads>(p, Epi<T>{}, s);
+    else
+      launch_norm_fp32_rows_vec<T, kLayerNormVecThreads>(p, Epi<T>{}, s);
+  });
+}
+
+}  // namespace dfuse::detail

@@ -1,0 +1,149 @@
+// diffusion.ltx2_qknorm_split_rope: the CUDA kernel. Contract and arithmetic:
+// ops/rope/ltx2_qknorm_split_rope.h.
+//
+// One block per token row of q or of k (persistent over the rows of both): the row of C = H * D
+// elements is read once into shared memory as float, its rstd is folded in F.rms_norm's order
+// (cuda/rms_norm_rows.cuh: aten's 128-thread vectorized order, or its 512-thread generic Welford
+// order), then each thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes
+// them and their partners at i + D/2 (rounded to T as the chain's norm output is), loads VEC cos
+// and sin values of (b, h, s), and writes both halves once. The row is staged before any output is
+// written, so in place is safe. VEC = 16 bytes of T when D/2 is a multiple of it and every row
+// (x, out, weight, tables per token and per head) is 16-byte aligned, else 1.
+#include <algorithm>
+
+#include "common/dispatch.h"
+#include "common/entries.h"
+#include "cuda/check.h"
+#include "cuda/device_guard.h"
+#include "cuda/rms_norm_rows.cuh"
+#include "cuda/vector_io.cuh"
+#include "ops/rope/ltx2_qknorm_split_rope.h"
+
+namespace dfuse::detail {
+namespace {
+
+template <typename T, int VEC>
+__device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, const float* row, float inv,
+                                                const uint32_t idx[3], int64_t h, int64_t i) {
+  using S = Storage<T>;
+  const RmsNormRowsParams& n = s.norm;
+  const int64_t e1 = h * 2 * s.half + i, e2 = e1 + s.half;
+  Pack<T, VEC> w1, w2;
+  if (n.weight) {
+    w1.load(static_cast<const T*>(n.weight) + e1);
+    w2.load(static_cast<const T*>(n.weight) + e2);
+  }
+  float c[VEC], sn[VEC];
+  load_elems<float, VEC>(static_cast<const float*>(s.cos.data) + s.cos.offset(idx) + h * s.cos_head_stride + i, c);
+  load_elems<float, VEC>(static_cast<const float*>(s.sin.data) + s.sin.offset(idx) + h * s.sin_head_stride + i, sn);
+  Pack<T, VEC> o1, o2;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    const float x1 = S::load(rms_norm_normalized<T>(n, row[e1 + e], inv, n.weight ? S::load(w1.get(e)) : 1.0f));
+    const float x2 = S::load(rms_norm_normalized<T>(n, row[e2 + e], inv, n.weight ? S::load(w2.get(e)) : 1.0f));
+    const auto r = ltx2_split_rope_pair<T>(x1, x2, c[e], sn[e]);
+    o1.set(e, r.even);
+    o2.set(e, r.odd);
+  }
+  T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx);
+  o1.store(out + e1);
+  o2.store(out + e2);
+}
+
+// Rows [0, rows of side 0) are side 0's tokens, the rest side 1's (`sides` = 1: side 0 only).
+template <typename T, int kThreads, int VEC>
+__global__ void __launch_bounds__(kThreads) ltx2_qknorm_split_rope_kernel(Ltx2QkNormSplitRopeParams p, int sides) {
+  extern __shared__ float row[];
+  const uint32_t rows0 = uint32_t(p.side[0].norm.rows.geom.rows());
+  const uint32_t rows = rows0 + (sides > 1 ? uint32_t(p.side[1].norm.rows.geom.rows()) : 0u);
+  for (uint32_t g = blockIdx.x; g < rows; g += gridDim.x) {
+    const bool second = g >= rows0;
+    const Ltx2SplitRopeSide& s = p.side[second ? 1 : 0];
+    const uint32_t r = second ? g - rows0 : g;
+    const int64_t n = s.norm.rows.geom.cols;
+    uint32_t idx[3];
+    s.norm.rows.geom.split(r, idx);
+    const T* x = static_cast<const T*>(s.norm.rows.in[0].data) + s.norm.rows.in[0].offset(idx);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      Pack<T, VEC> v;
+      v.load(x + j);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) row[j + e] = Storage<T>::load(v.get(e));
+    }
+    __syncthreads();
+    const float inv = block_rms_norm_row_inv<T, kThreads>(s.norm, row, r);
+    const int64_t vecs_per_head = s.half / VEC, items = s.heads * vecs_per_head;
+    for (int64_t it = threadIdx.x; it < items; it += kThreads) {
+      const int64_t h = it / vecs_per_head;
+      split_rope_item<T, VEC>(s, row, inv, idx, h, (it - h * vecs_per_head) * VEC);
+    }
+    __syncthreads();  // the next row overwrites the staged one
+  }
+}
+
+int64_t side_rows(const Ltx2QkNormSplitRopeParams& p, int first, int sides) {
+  int64_t rows = 0;
+  for (int i = first; i < first + sides; ++i) rows += p.side[i].norm.rows.geom.rows();
+  return rows;
+}
+
+template <typename T, int kThreads, int VEC>
+void launch(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t stream) {
+  auto kernel = ltx2_qknorm_split_rope_kernel<T, kThreads, VEC>;
+  const int64_t cols = std::max(p.side[0].norm.rows.geom.cols, sides > 1 ? p.side[1].norm.rows.geom.cols : 0);
+  const size_t smem = size_t(cols) * sizeof(float);
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int64_t resident = int64_t(multiprocessor_count(p.side[0].norm.rows.device)) * std::max(per_sm, 1);
+  const int64_t rows = side_rows(p, 0, sides);
+  if (rows == 0) return;
+  kernel<<<unsigned(std::min(rows, resident)), kThreads, smem, stream>>>(p, sides);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+// 16-byte vectors when both halves of every head, the weight and the tables allow them.
+template <typename T>
+bool side_vectorizable(const Ltx2SplitRopeSide& s) {
+  constexpr int kVec = 16 / sizeof(T);
+  const bool weight_ok = !s.norm.weight || reinterpret_cast<uintptr_t>(s.norm.weight) % 16 == 0;
+  const bool heads_ok = (s.cos_head_stride * 4) % 16 == 0 && (s.sin_head_stride * 4) % 16 == 0;
+  return s.half % kVec == 0 && weight_ok && heads_ok && rowwise_vectorizable(s.norm.rows, 16) &&
+         rows_aligned(s.cos, DType::f32, 16) && rows_aligned(s.sin, DType::f32, 16);
+}
+
+template <typename T, int kThreads>
+void launch_vectorized_if_possible(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t stream) {
+  bool vectorizable = true;
+  for (int i = 0; i < sides; ++i) vectorizable = vectorizable && side_vectorizable<T>(p.side[i]);
+  if (vectorizable)
+    launch<T, kThreads, 16 / sizeof(T)>(p, sides, stream);
+  else
+    launch<T, kThreads, 1>(p, sides, stream);
+}
+
+template <typename T>
+void launch_sides(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t stream) {
+  if (p.side[0].norm.path == LayerNormPath::generic)
+    launch_vectorized_if_possible<T, kLayerNormMomentsThreads>(p, sides, stream);
+  else
+    launch_vectorized_if_possible<T, kRmsNormVecThreads>(p, sides, stream);
+}
+
+void cuda_entry(const Ltx2QkNormSplitRopeParams& p, Stream stream) {
+  const DeviceGuard guard(p.side[0].norm.rows.device);
+  auto s = static_cast<cudaStream_t>(stream.handle);
+  dispatch_bf16_f16_f32(p.side[0].norm.rows.dtype, "ltx2_qknorm_split_rope CUDA kernel", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.side[0].norm.path == p.side[1].norm.path) return launch_sides<T>(p, 2, s);
+    // q and k take different F.rms_norm paths (block sizes): one launch each.
+    Ltx2QkNormSplitRopeParams k;
+    k.side[0] = p.side[1];
+    launch_sides<T>(p, 1, s);
+    launch_sides<T>(k, 1, s);
+  });
+}
+
+DFUSE_REGISTER_ENTRY(cuda, "ltx2_qknorm_split_rope", &cuda_entry);
+
+}  // namespace
+}  // namespace dfuse::detail
