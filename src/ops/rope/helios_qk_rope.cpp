@@ -8,6 +8,7 @@
 #include "common/entries.h"
 #include "common/guards.h"
 #include "dfuse/ops/rope.h"
+#include "ops/rope/rope_guards.h"
 
 namespace dfuse {
 
@@ -18,21 +19,9 @@ constexpr const char* kOp = "helios_qk_rope";
 detail::GuardList check(const TensorView& q, const TensorView& k, const TensorView& freqs, const TensorView& q_out,
                         const TensorView& k_out) {
   detail::GuardList g(kOp);
-  g.dtype_in("q", q, {DType::bf16, DType::f16, DType::f32});
-  g.not_null("q", q);
-  if (g.ok() && q.dim() != 4) g.fail("rank", "q must be [B, S, heads, D] (rank 4), got " + detail::shape_str(q));
+  detail::check_paired_qk(g, q, k, 4, "[B, S, heads, D]");
   if (!g.ok()) return g;
-  g.same_dtype("k", k, q, "q");
-  g.same_device("k", k, q, "q");
-  g.not_null("k", k);
-  g.same_shape("k", k, q, "q");
-  for (const auto& [name, t] : {std::pair{"q", &q}, std::pair{"k", &k}}) {
-    g.last_dim_contiguous(name, *t);
-    g.non_negative_strides(name, *t);
-    if (g.ok() && t->numel() >= (int64_t(1) << 31))
-      g.fail("extent", std::string(name) + " " + detail::shape_str(*t) + " has 2^31 or more elements");
-  }
-  if (g.ok() && q.size(3) % 2 != 0)
+  if (q.size(3) % 2 != 0)
     g.fail("head_dim", "the head dim D = q.size(-1) must be even (pairs), got " + std::to_string(q.size(3)));
   g.dtype_in("freqs", freqs, {DType::f32});
   g.same_device("freqs", freqs, q, "q");

@@ -8,6 +8,7 @@
 #include "common/entries.h"
 #include "common/guards.h"
 #include "dfuse/ops/rope.h"
+#include "ops/rope/rope_guards.h"
 
 namespace dfuse {
 
@@ -19,20 +20,7 @@ constexpr const char* kAxisNames[3] = {"frame", "row", "column"};
 detail::GuardList check(const TensorView& q, const TensorView& k, const TensorView* const cos[3],
                         const TensorView* const sin[3], const TensorView& q_out, const TensorView& k_out) {
   detail::GuardList g(kOp);
-  g.dtype_in("q", q, {DType::bf16, DType::f16, DType::f32});
-  g.not_null("q", q);
-  if (g.ok() && q.dim() != 6) g.fail("rank", "q must be [B, T, H, W, heads, D] (rank 6), got " + detail::shape_str(q));
-  if (!g.ok()) return g;
-  g.same_dtype("k", k, q, "q");
-  g.same_device("k", k, q, "q");
-  g.not_null("k", k);
-  g.same_shape("k", k, q, "q");
-  for (const auto& [name, t] : {std::pair{"q", &q}, std::pair{"k", &k}}) {
-    g.last_dim_contiguous(name, *t);
-    g.non_negative_strides(name, *t);
-    if (g.ok() && t->numel() >= (int64_t(1) << 31))
-      g.fail("extent", std::string(name) + " " + detail::shape_str(*t) + " has 2^31 or more elements");
-  }
+  detail::check_paired_qk(g, q, k, 6, "[B, T, H, W, heads, D]");
   if (!g.ok()) return g;
   int64_t channels = 0;
   for (int a = 0; a < 3; ++a) {

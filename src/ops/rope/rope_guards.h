@@ -15,6 +15,26 @@ inline void check_rope_extent(GuardList& g, const char* name, const TensorView& 
     g.fail("extent", std::string(name) + " " + shape_str(x) + " has 2^31 or more elements");
 }
 
+// Paired q and k of a RoPE op that takes both: q bf16/f16/f32 of rank `rank` (`layout` names its
+// dims in the message), k of q's dtype, device and shape; both last-dim contiguous, non-negative
+// strides, fewer than 2^31 elements.
+inline void check_paired_qk(GuardList& g, const TensorView& q, const TensorView& k, int rank, const char* layout) {
+  g.dtype_in("q", q, {DType::bf16, DType::f16, DType::f32});
+  g.not_null("q", q);
+  if (g.ok() && q.dim() != rank)
+    g.fail("rank", std::string("q must be ") + layout + " (rank " + std::to_string(rank) + "), got " + shape_str(q));
+  if (!g.ok()) return;
+  g.same_dtype("k", k, q, "q");
+  g.same_device("k", k, q, "q");
+  g.not_null("k", k);
+  g.same_shape("k", k, q, "q");
+  for (const auto& [name, t] : {std::pair{"q", &q}, std::pair{"k", &k}}) {
+    g.last_dim_contiguous(name, *t);
+    g.non_negative_strides(name, *t);
+    if (g.ok()) check_rope_extent(g, name, *t);
+  }
+}
+
 // Rotate-half tables against heads x [..., D] (checked before): cos/sin of one shape [..., R] with
 // R = cos.size(-1) even, 0 < R <= D, broadcastable to x[..., :R], last dim contiguous; dtype fp32
 // or x's for fp32_opmath, x's for storage_dtype (that math rounds every op to x's dtype).
