@@ -299,7 +299,7 @@ def markdown(args, results, reports, model_desc, contributions=()) -> str:
     now = datetime.datetime.now(datetime.timezone.utc)
     lines = [f"# FLUX.1 quality tiers: {model_desc}", "",
              f"Date {now:%Y-%m-%d %H:%M UTC}, device {device_name(args.device)}, "
-             f"commit {git_commit()}, torch {torch.__version__}, dtype {args.dtype}, "
+             f"commit {args.commit or git_commit()}, torch {torch.__version__}, dtype {args.dtype}, "
              f"{args.height}x{args.width} ({(args.height // 16) * (args.width // 16)} image tokens), "
              f"{args.text_tokens} text tokens, {args.steps} Euler steps, seed {args.seed}.", ""]
     eager = results.get("eager")
@@ -399,6 +399,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}")
     p.add_argument("--out", type=Path, help="write the markdown report here")
+    p.add_argument("--commit", help="the commit to name in the report (default: what git reports here; a copy of "
+                   "the tree with stale git metadata, as on the GPU machine, needs it given)")
     p.add_argument("--contribution-steps", type=int, default=0,
                    help="also measure what each fused family saves per step, over trajectories of this many steps "
                         "(0: not measured)")

@@ -27,7 +27,7 @@ def run_script(*args, cwd, **extra_env):
 def test_tiny_run_reports_lossless_identical(tmp_path):
     out = tmp_path / "tiny.md"
     stdout = run_script("--tiny", "--device", "cpu", "--modes", "eager,lossless,extra-high,naive-fp32-norm", "--out",
-                        str(out), "--contribution-steps", "1", cwd=tmp_path)
+                        str(out), "--contribution-steps", "1", "--commit", "abc1234", cwd=tmp_path)
     text = out.read_text()
     assert text.strip() == stdout.strip()
     assert "| lossless |" in text and "| inf (identical) | 3/3 |" in text
@@ -35,7 +35,7 @@ def test_tiny_run_reports_lossless_identical(tmp_path):
     assert "| extra-high |" in text and "| naive-fp32-norm |" in text
     assert "## Sites at lossless" in text and "## Sites at extra-high" in text
     assert "transformer_blocks.1.attn.rope" in text and "MISMATCH" not in text
-    assert "## What each family buys" in text
+    assert "## What each family buys" in text and "commit abc1234," in text
     assert "| rope_interleaved_pairs | lossless | 4 |" in text and "| linear_gelu_tanh | extra-high | 6 |" in text
     assert "| gelu_tanh_cat | lossless | 2 |" in text
 
