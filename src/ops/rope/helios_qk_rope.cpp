@@ -2,7 +2,6 @@
 #include "ops/rope/helios_qk_rope.h"
 
 #include <string>
-#include <tuple>
 
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -34,21 +33,7 @@ detail::GuardList check(const TensorView& q, const TensorView& k, const TensorVi
                         ", " + std::to_string(2 * q.size(3)) + "] (cos then sin of each token), got " +
                         detail::shape_str(freqs));
   if (!g.ok()) return g;
-  for (const auto& [name, out, in] : {std::tuple{"q_out", &q_out, &q}, std::tuple{"k_out", &k_out, &k}}) {
-    g.same_dtype(name, *out, q, "q");
-    g.same_device(name, *out, q, "q");
-    g.not_null(name, *out);
-    g.same_shape(name, *out, q, "q");
-    g.last_dim_contiguous(name, *out);
-    g.non_negative_strides(name, *out);
-    if (!g.ok()) return g;
-    g.non_overlapping(name, *out);
-    // Each output may be its own input exactly (in place); nothing else it overlaps.
-    g.no_partial_overlap(name, *out, "q", q, in == &q);
-    g.no_partial_overlap(name, *out, "k", k, in == &k);
-    g.no_partial_overlap(name, *out, "freqs", freqs, false);
-  }
-  g.no_partial_overlap("k_out", k_out, "q_out", q_out, false);
+  detail::check_paired_qk_outputs(g, q, k, q_out, k_out, {{"freqs", &freqs}});
   return g;
 }
 

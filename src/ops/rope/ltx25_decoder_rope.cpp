@@ -2,7 +2,6 @@
 #include "ops/rope/ltx25_decoder_rope.h"
 
 #include <string>
-#include <tuple>
 
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -47,24 +46,9 @@ detail::GuardList check(const TensorView& q, const TensorView& k, const TensorVi
     g.fail("head_dim", "the axes' channels (2 * the tables' widths) must add up to the head dim " +
                            std::to_string(q.size(5)) + ", got " + std::to_string(channels));
   if (!g.ok()) return g;
-  for (const auto& [name, out, in] : {std::tuple{"q_out", &q_out, &q}, std::tuple{"k_out", &k_out, &k}}) {
-    g.same_dtype(name, *out, q, "q");
-    g.same_device(name, *out, q, "q");
-    g.not_null(name, *out);
-    g.same_shape(name, *out, q, "q");
-    g.last_dim_contiguous(name, *out);
-    g.non_negative_strides(name, *out);
-    if (!g.ok()) return g;
-    g.non_overlapping(name, *out);
-    // Each output may be its own input exactly; nothing else it overlaps.
-    g.no_partial_overlap(name, *out, "q", q, in == &q);
-    g.no_partial_overlap(name, *out, "k", k, in == &k);
-    for (int a = 0; a < 3; ++a) {
-      g.no_partial_overlap(name, *out, "cos table", *cos[a], false);
-      g.no_partial_overlap(name, *out, "sin table", *sin[a], false);
-    }
-  }
-  g.no_partial_overlap("k_out", k_out, "q_out", q_out, false);
+  detail::check_paired_qk_outputs(g, q, k, q_out, k_out,
+                                  {{"cos table", cos[0]}, {"sin table", sin[0]}, {"cos table", cos[1]},
+                                   {"sin table", sin[1]}, {"cos table", cos[2]}, {"sin table", sin[2]}});
   return g;
 }
 

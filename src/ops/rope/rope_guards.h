@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <tuple>
 
 #include "common/guards.h"
 #include "dfuse/ops/rope.h"
@@ -33,6 +35,33 @@ inline void check_paired_qk(GuardList& g, const TensorView& q, const TensorView&
     g.non_negative_strides(name, *t);
     if (g.ok()) check_rope_extent(g, name, *t);
   }
+}
+
+// A table a paired op reads (cos, sin, freqs), for the outputs' overlap checks.
+struct RopeTableView {
+  const char* name;
+  const TensorView* view;
+};
+
+// q_out and k_out of a paired op: q's dtype, device and shape, last dim contiguous, non-negative
+// strides, no element written twice; each may be exactly its own input (in place) and overlaps
+// nothing else: the other input, the other output, the tables.
+inline void check_paired_qk_outputs(GuardList& g, const TensorView& q, const TensorView& k, const TensorView& q_out,
+                                    const TensorView& k_out, std::initializer_list<RopeTableView> tables) {
+  for (const auto& [name, out, in] : {std::tuple{"q_out", &q_out, &q}, std::tuple{"k_out", &k_out, &k}}) {
+    g.same_dtype(name, *out, q, "q");
+    g.same_device(name, *out, q, "q");
+    g.not_null(name, *out);
+    g.same_shape(name, *out, q, "q");
+    g.last_dim_contiguous(name, *out);
+    g.non_negative_strides(name, *out);
+    if (!g.ok()) return;
+    g.non_overlapping(name, *out);
+    g.no_partial_overlap(name, *out, "q", q, in == &q);
+    g.no_partial_overlap(name, *out, "k", k, in == &k);
+    for (const RopeTableView& table : tables) g.no_partial_overlap(name, *out, table.name, *table.view, false);
+  }
+  g.no_partial_overlap("k_out", k_out, "q_out", q_out, false);
 }
 
 // Rotate-half tables against heads x [..., D] (checked before): cos/sin of one shape [..., R] with
