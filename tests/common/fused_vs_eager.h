@@ -37,4 +37,19 @@ std::string compare_fused_with_eager(Device d, DType t, const std::vector<int64_
   return compare_bits(out, eager.view, /*any_nan_f32=*/!d.is_cuda());
 }
 
+// The comparison of an op with two outputs (q and k) after both it and its eager chain ran: every
+// element of the eager outputs written (and of the fused ones, unless written in place), then every
+// bit of each equal.
+inline std::string compare_qk_outputs(Device d, const TensorView& eager_q, const TensorView& eager_k,
+                                      const TensorView& q_out, const TensorView& k_out, bool in_place) {
+  if (!fully_written(eager_q, kOutputPoison) || !fully_written(eager_k, kOutputPoison))
+    return "eager output has unwritten elements";
+  if (!in_place && (!fully_written(q_out, kOutputPoison) || !fully_written(k_out, kOutputPoison)))
+    return "fused output has unwritten elements";
+  const bool any_nan_f32 = !d.is_cuda();
+  if (auto diff = compare_bits(q_out, eager_q, any_nan_f32); !diff.empty()) return "q: " + diff;
+  if (auto diff = compare_bits(k_out, eager_k, any_nan_f32); !diff.empty()) return "k: " + diff;
+  return "";
+}
+
 }  // namespace dfuse::test

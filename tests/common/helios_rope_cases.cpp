@@ -76,14 +76,7 @@ std::string run_helios_rope_case(Device d, DType t, const HeliosRopeCase& c, uin
   if (!can_use_helios_qk_rope(q.view, k, freqs.view, q_out, k_out, &why)) return "rejected: " + why;
   helios_qk_rope(q.view, k, freqs.view, q_out, k_out);
   runtime(d).synchronize({});
-  if (!fully_written(eq.view, kOutputPoison) || !fully_written(ek.view, kOutputPoison))
-    return "eager output has unwritten elements";
-  if (!c.in_place && (!fully_written(q_out, kOutputPoison) || !fully_written(k_out, kOutputPoison)))
-    return "fused output has unwritten elements";
-  const bool any_nan_f32 = !d.is_cuda();
-  if (auto diff = compare_bits(q_out, eq.view, any_nan_f32); !diff.empty()) return "q: " + diff;
-  if (auto diff = compare_bits(k_out, ek.view, any_nan_f32); !diff.empty()) return "k: " + diff;
-  return "";
+  return compare_qk_outputs(d, eq.view, ek.view, q_out, k_out, c.in_place);
 }
 
 }  // namespace dfuse::test

@@ -212,14 +212,7 @@ std::string run_qk_head_layernorm_case(Device d, DType t, const QkHeadCase& c, u
     return "rejected: " + why;
   qk_head_layernorm(q, k, q_weight, q_bias, k_weight, k_bias, c.eps, q_out, k_out);
   runtime(d).synchronize({});
-  if (!fully_written(eager_q.view, kOutputPoison) || !fully_written(eager_k.view, kOutputPoison))
-    return "eager output has unwritten elements";
-  if (!c.in_place && (!fully_written(q_out, kOutputPoison) || !fully_written(k_out, kOutputPoison)))
-    return "fused output has unwritten elements";
-  const bool any_nan = !d.is_cuda();
-  if (auto m = compare_bits(q_out, eager_q.view, any_nan); !m.empty()) return "q: " + m;
-  if (auto m = compare_bits(k_out, eager_k.view, any_nan); !m.empty()) return "k: " + m;
-  return "";
+  return compare_qk_outputs(d, eager_q.view, eager_k.view, q_out, k_out, c.in_place);
 }
 
 std::vector<Fp32LayerNormCase> small_fp32_layernorm_cases() {

@@ -208,14 +208,7 @@ std::string run_qk_rmsnorm_case(Device d, DType t, RmsNormChain chain, const QkR
   if (!can_use_qk_rmsnorm(chain, q, k, q_weight, k_weight, c.eps, q_out, k_out, &why)) return "rejected: " + why;
   qk_rmsnorm(chain, q, k, q_weight, k_weight, c.eps, q_out, k_out);
   runtime(d).synchronize({});
-  if (!fully_written(q_eager.view, kOutputPoison) || !fully_written(k_eager.view, kOutputPoison))
-    return "eager output has unwritten elements";
-  if (!c.in_place && (!fully_written(q_out, kOutputPoison) || !fully_written(k_out, kOutputPoison)))
-    return "fused output has unwritten elements";
-  const std::string qd = compare_bits(q_out, q_eager.view, !d.is_cuda());
-  if (!qd.empty()) return "q: " + qd;
-  const std::string kd = compare_bits(k_out, k_eager.view, !d.is_cuda());
-  return kd.empty() ? "" : "k: " + kd;
+  return compare_qk_outputs(d, q_eager.view, k_eager.view, q_out, k_out, c.in_place);
 }
 
 }  // namespace dfuse::test
