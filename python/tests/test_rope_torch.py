@@ -23,9 +23,9 @@ from conftest import require_cuda
 require_cuda()
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
+from rope_chains import NORMS, ROPES, partial_rope_fp32_opmath, partial_rope_storage_dtype  # noqa: E402
 from bitwise import assert_bitwise, bits, check_op, counters, poison_allocator, rand  # noqa: E402
 
 HALF = [torch.bfloat16, torch.float16]
@@ -60,26 +60,6 @@ def diffusers_apply_rotary_emb(x, cos, sin, sequence_dim=1):
     x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)  # [B, S, H, D//2]
     x_rotated = torch.cat([-x_imag, x_real], dim=-1)
     return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
-
-
-def rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-def partial_rope_storage_dtype(x, cos, sin):
-    """x * cos + rotate_half(x) * sin over the first R channels, cos/sin in x's dtype; tail concatenated."""
-    rot = cos.shape[-1]
-    x_rot, x_pass = x[..., :rot], x[..., rot:]
-    x_rot = x_rot * cos + rotate_half(x_rot) * sin
-    return torch.cat([x_rot, x_pass], dim=-1)
-
-
-def partial_rope_fp32_opmath(x, cos, sin):
-    rot = cos.shape[-1]
-    x_rot, x_pass = x[..., :rot], x[..., rot:]
-    x_rot = (x_rot.float() * cos + rotate_half(x_rot).float() * sin).to(x.dtype)
-    return torch.cat([x_rot, x_pass], dim=-1)
 
 
 def apply_interleaved_rotary_emb(hidden_states, freqs_cos, freqs_sin):
@@ -292,28 +272,6 @@ def test_interleaved_rope_fp64_fallback_f32_tables():
 
 
 # ---- fused_inplace_qknorm_rope ------------------------------------------------------------------------------
-
-
-def torch_rms_norm(x, weight, eps):
-    return F.rms_norm(x, (x.shape[-1],), weight, eps)  # torch.nn.RMSNorm
-
-
-def diffusers_rms_norm(hidden_states, weight, eps):
-    """diffusers.models.normalization.RMSNorm.forward."""
-    input_dtype = hidden_states.dtype
-    variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
-    hidden_states = hidden_states * torch.rsqrt(variance + eps)
-    if weight is not None:
-        if weight.dtype in [torch.float16, torch.bfloat16]:
-            hidden_states = hidden_states.to(weight.dtype)
-        hidden_states = hidden_states * weight
-    else:
-        hidden_states = hidden_states.to(input_dtype)
-    return hidden_states
-
-
-NORMS = {"torch_rms_norm": torch_rms_norm, "diffusers_decomposed": diffusers_rms_norm}
-ROPES = {"fp32_opmath": partial_rope_fp32_opmath, "storage_dtype": partial_rope_storage_dtype}
 
 
 def check_qknorm_rope(b, s, h, d, rot, dtype, norm, math, fused=True, with_weight=True, specials=False):
