@@ -23,6 +23,10 @@
 #   DFUSE_BENCH_OPS         comma-separated op names for `dfuse bench` (default: every op)
 #   DFUSE_CHECK_FLUX=1      also scripts/flux_quality.py at FLUX.1-dev size (minutes; OUT/flux_quality.md),
 #                           with the arguments in DFUSE_FLUX_ARGS (e.g. "--contribution-steps 5")
+#   DFUSE_TORCH_BENCH_OPS   space-separated op names for bench/torch_bench.py (default: every op)
+#   DFUSE_CHECK_PROFILE=1   also ncu over bench/kernel_profile.py: dfuse's kernels beside torch.compile's
+#                           (OUT/profile.csv; the Triton source in OUT/inductor_code.log), for the ops in
+#                           DFUSE_PROFILE_OPS (space-separated; default: every op of torch_bench.py)
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -142,8 +146,24 @@ else
   run_step dfuse_bench 200 bash -c 'for op in ${0//,/ }; do "$1" bench --op "$op" --json "$2/dfuse_bench_$op.json" || exit 1; done' \
     "$DFUSE_BENCH_OPS" "$BUILD/dfuse" "$OUT"
 fi
+TORCH_BENCH_OPS=()
+[[ -n ${DFUSE_TORCH_BENCH_OPS:-} ]] && read -ra TORCH_BENCH_OPS <<<"--ops $DFUSE_TORCH_BENCH_OPS"
 run_step torch_bench 180 env DFUSE_TORCH_LIB="$TORCH_LIB" \
-  python3 bench/torch_bench.py --json "$OUT/torch_bench.json"
+  python3 bench/torch_bench.py --json "$OUT/torch_bench.json" "${TORCH_BENCH_OPS[@]}"
+if [[ ${DFUSE_CHECK_PROFILE:-0} == 1 ]]; then
+  PROFILE_OPS=()
+  [[ -n ${DFUSE_PROFILE_OPS:-} ]] && read -ra PROFILE_OPS <<<"--ops $DFUSE_PROFILE_OPS"
+  METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+  METRICS+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
+  METRICS+=,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size
+  METRICS+=,launch__block_size,launch__occupancy_limit_registers,launch__waves_per_multiprocessor
+  METRICS+=,smsp__inst_executed.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sector_hit_rate.pct
+  METRICS+=,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio
+  run_step profile 240 env DFUSE_TORCH_LIB="$TORCH_LIB" TORCH_LOGS=output_code bash -c \
+    'ncu --profile-from-start off --csv --page raw --metrics "$1" --log-file "$2/profile.csv" \
+       python3 bench/kernel_profile.py "${@:4}" 2>"$3"; status=$?; cp "$3" "$2/inductor_code.log"; exit $status' \
+    _ "$METRICS" "$OUT" "$LOGDIR/inductor_code.log" "${PROFILE_OPS[@]}"
+fi
 if [[ ${DFUSE_CHECK_FLUX:-0} == 1 ]]; then
   run_step flux_quality 420 env DFUSE_TORCH_LIB="$TORCH_LIB" python3 scripts/flux_quality.py --out "$OUT/flux_quality.md" \
     ${DFUSE_FLUX_ARGS:-}
