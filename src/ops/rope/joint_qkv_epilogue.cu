@@ -135,7 +135,8 @@ bool vectorizable(const JointQkvParams& p) {
 template <typename T, bool VEC>
 void launch(const JointQkvParams& p, const JointQkvUnits& u, cudaStream_t stream) {
   const uint32_t total = u.start[p.parts];
-  joint_qkv_kernel<T, VEC><<<rope_blocks(p.device, int64_t(total) * 32), kRopeThreads, 0, stream>>>(p, u);
+  const auto kernel = joint_qkv_kernel<T, VEC>;
+  kernel<<<rope_blocks(kernel, p.device, int64_t(total) * 32), kRopeThreads, 0, stream>>>(p, u);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
