@@ -6,7 +6,8 @@ Per op and model shape (bf16; scale/shift/gate per batch, [B,1,D]; silu_mul with
 inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x twice as wide; linear_gelu_tanh as
 the FFN up-projection D -> 4D at FLUX.1's shape; layernorm_modulate / rmsnorm_scale_shift with eps 1e-6 and
 per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] and rope_interleaved_pairs on
-[B, D/128, S, 128] (FLUX's layout), fp32 tables) it reports the median kernel time from
+[B, D/128, S, 128] (FLUX's layout), fp32 tables; fused_qknorm_rope on q and k heads of 128 sliced from one packed
+[B, S, 3 D] projection, F.rms_norm then the fp32 rotate-half RoPE) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
 over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
@@ -157,7 +158,32 @@ def gelu_tanh_cat_inputs(shape):
     return rand((b, d // 128, s, 128), 1.0).transpose(1, 2), rand((b, s, 4 * d), 2.0)
 
 
+def qknorm_rope_chain(q, k, q_weight, k_weight, cos, sin):
+    """QK RMSNorm (torch.nn.RMSNorm, F.rms_norm) then the rotate-half RoPE in fp32 (diffusers' x.float() * cos
+    + rotate_half(x).float() * sin, rounded once), on q and k: fused_qknorm_rope's exact chain."""
+    def one(x, w):
+        n = F.rms_norm(x, (x.shape[-1],), w, EPS)
+        n1, n2 = n.chunk(2, dim=-1)
+        return (n.float() * cos + torch.cat((-n2, n1), dim=-1).float() * sin).to(n.dtype)
+    return one(q, q_weight), one(k, k_weight)
+
+
+def qknorm_rope_op(q, k, q_weight, k_weight, cos, sin):
+    return dt.fused_qknorm_rope(q, k, q_weight, k_weight, EPS, cos, sin, "torch_rms_norm", "fp32_opmath")
+
+
+def qknorm_rope_inputs(shape):
+    """q and k as the [B, S, H, 128] slots of one packed [B, S, 3 D] projection (strided views), weights [128],
+    fp32 rotate-half tables [S, 1, 128]."""
+    b, s, d = shape
+    q, k, _ = rand((b, s, 3 * d), 3.0).view(b, s, 3, d // 128, 128).unbind(2)
+    angles = (torch.rand((s, 1, 64), device="cuda") * 6.28).repeat(1, 1, 2)
+    return q, k, rand((128,), 1.0), rand((128,), 1.0), angles.cos(), angles.sin()
+
+
 def bitwise_equal(out, ref):
+    if isinstance(out, (tuple, list)):
+        return all(bitwise_equal(o, r) for o, r in zip(out, ref, strict=True))
     return bool(torch.equal(out.view(torch.int16), ref.view(torch.int16)))
 
 
@@ -182,6 +208,7 @@ OPS = {
     "rmsnorm_scale_shift": Op(dt.rmsnorm_scale_shift, rmsnorm_scale_shift_chain, rmsnorm_inputs),
     "rope_rotate_half": Op(dt.rope_rotate_half, rope_chain, rope_inputs),
     "rope_interleaved_pairs": Op(dt.rope_interleaved_pairs, flux_rope_chain, flux_rope_inputs),
+    "fused_qknorm_rope": Op(qknorm_rope_op, qknorm_rope_chain, qknorm_rope_inputs),
     "gelu_tanh_cat": Op(dt.gelu_tanh_cat, gelu_tanh_cat_chain, gelu_tanh_cat_inputs, None,
                         {"FLUX.1": SHAPES["FLUX.1"]}),
     # A GEMM: its GB/s column is not a roofline; its time is.
@@ -190,10 +217,13 @@ OPS = {
 }
 # Ops that run through the first-sight Gate, which counts their fused calls.
 GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "layernorm_modulate",
-         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs", "gelu_tanh_cat"}
+         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs", "gelu_tanh_cat", "fused_qknorm_rope"}
 
 
 def nbytes(t):
+    """Bytes of a tensor, or of each tensor of a tuple of outputs."""
+    if isinstance(t, (tuple, list)):
+        return sum(nbytes(x) for x in t)
     return t.numel() * t.element_size()
 
 

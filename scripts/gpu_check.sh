@@ -25,7 +25,8 @@
 #                           with the arguments in DFUSE_FLUX_ARGS (e.g. "--contribution-steps 5")
 #   DFUSE_TORCH_BENCH_OPS   space-separated op names for bench/torch_bench.py (default: every op)
 #   DFUSE_CHECK_PROFILE=1   also ncu over bench/kernel_profile.py: dfuse's kernels beside torch.compile's
-#                           (OUT/profile.csv; the Triton source in OUT/inductor_code.log), for the ops in
+#                           (OUT/profile.csv, the ncu sections per kernel in OUT/profile_sections.txt, the
+#                           Triton source in OUT/inductor_code.log), for the ops in
 #                           DFUSE_PROFILE_OPS (space-separated; default: every op of torch_bench.py)
 set -uo pipefail
 
@@ -161,7 +162,11 @@ if [[ ${DFUSE_CHECK_PROFILE:-0} == 1 ]]; then
   METRICS+=,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio
   run_step profile 240 env DFUSE_TORCH_LIB="$TORCH_LIB" TORCH_LOGS=output_code bash -c \
     'ncu --profile-from-start off --csv --page raw --metrics "$1" --log-file "$2/profile.csv" \
-       python3 bench/kernel_profile.py "${@:4}" 2>"$3"; status=$?; cp "$3" "$2/inductor_code.log"; exit $status' \
+       python3 bench/kernel_profile.py "${@:4}" 2>"$3"; status=$?; cp "$3" "$2/inductor_code.log"
+     ncu --profile-from-start off --section SpeedOfLight --section Occupancy --section LaunchStats \
+       --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+       --log-file "$2/profile_sections.txt" python3 bench/kernel_profile.py --calls 1 "${@:4}" || status=1
+     exit $status' \
     _ "$METRICS" "$OUT" "$LOGDIR/inductor_code.log" "${PROFILE_OPS[@]}"
 fi
 if [[ ${DFUSE_CHECK_FLUX:-0} == 1 ]]; then

@@ -134,7 +134,9 @@ __device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t 
 #pragma unroll
       for (int k = 0; k < 4; ++k) s = welford_vec_update(s, x[k]);
     }
-    w[v] = warp_fold_vec(s);  // lane 0 holds virtual warp v's result
+    // Lane 0 holds virtual warp v's result. A virtual warp without chunks (a short head) folds to the
+    // empty state, as every combine of two empty states is empty: skip its shuffles.
+    w[v] = 32 * v < n / 4 ? warp_fold_vec(s) : WelfordVec{};
   }
   const WelfordVec s =
       welford_vec_combine(welford_vec_combine(w[0], w[2]), welford_vec_combine(w[1], w[3]));
@@ -145,7 +147,7 @@ template <typename Load>
 __device__ LayerNormStats warp_layer_norm_stats_generic(Load load, int64_t n) {
   const int lane = threadIdx.x % 32;
   WelfordGeneric mine;  // lane v < 16 collects virtual warp v's result; lanes 16..31 the identity
-  for (int v = 0; v < kLayerNormMomentsThreads / 32; ++v) {
+  for (int v = 0; v < kLayerNormMomentsThreads / 32 && 32 * v < n; ++v) {  // virtual warps holding elements
     WelfordGeneric s;
     for (int64_t k = 32 * v + lane; k < n; k += kLayerNormMomentsThreads) s = welford_generic_update(s, load(k));
     s = warp_fold_generic(s);

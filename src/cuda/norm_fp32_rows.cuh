@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
     const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-    stage_row<T, kThreads, VEC>(x, row, n);
+    stage_row<T, kThreads, VEC, 1>(x, row, n);
     __syncthreads();
     const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, row, r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);

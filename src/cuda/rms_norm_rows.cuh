@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
     const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-    stage_row<T, kThreads, VEC>(x, row, n);
+    stage_row<T, kThreads, VEC, 4>(x, row, n);
     __syncthreads();
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)

@@ -1,7 +1,7 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles one vector of VEC consecutive columns (16 bytes when every row operand is
-// 16-byte aligned and the row length allows, else one element) of one row. Operands
+// Each thread handles kRowwiseUnroll vectors of VEC consecutive columns (16 bytes when every row
+// operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
 // that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
 // that the host kernel shares.
@@ -49,37 +49,20 @@ struct Pack {
       w[e / 2] = (w[e / 2] & ~(0xFFFFu << shift)) | (uint32_t(v.bits) << shift);
     }
   }
-  // One access of VEC elements (16 or 8 bytes, p aligned to that size), or one element.
   __device__ __forceinline__ void load(const T* p) {
     if constexpr (sizeof(T) * VEC == 16) {
       const uint4 q = *reinterpret_cast<const uint4*>(p);
       w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-    } else if constexpr (sizeof(T) * VEC == 8) {
-      const uint2 q = *reinterpret_cast<const uint2*>(p);
-      w[0] = q.x, w[1] = q.y;
     } else {
-      static_assert(VEC == 1, "a vector access is 16 or 8 bytes");
       set(0, *p);
     }
   }
   __device__ __forceinline__ void store(T* p) const {
     if constexpr (sizeof(T) * VEC == 16) {
       *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
-    } else if constexpr (sizeof(T) * VEC == 8) {
-      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
     } else {
-      static_assert(VEC == 1, "a vector access is 16 or 8 bytes");
       *p = get(0);
     }
-  }
-  // VEC accesses of one element each, for p without the vector's alignment.
-  __device__ __forceinline__ void load_elements(const T* p) {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) set(e, p[e]);
-  }
-  __device__ __forceinline__ void store_elements(T* p) const {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) p[e] = get(e);
   }
   __device__ __forceinline__ void fill(T v) {
 #pragma unroll
@@ -88,6 +71,7 @@ struct Pack {
 };
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
+constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loaded before any is used
 
 // fn applied to element e of every input's vector.
 template <typename T, int VEC, typename Fn, size_t... K>
@@ -96,38 +80,46 @@ __device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)
   return fn(v[K].get(e)...);
 }
 
-// Block b covers column block b % blocks_per_row of row b / blocks_per_row, a column block being
-// kRowwiseThreads vectors of VEC columns, one per thread: consecutive blocks stream through memory in
-// row-major order, the order the tensors are laid out in. One vector per thread keeps the registers
-// under 32, so that a full SM's 2048 threads are resident and their loads are in flight together
-// (the layout of torch.compile's pointwise kernels; more vectors per thread measured slower, see
-// docs/BENCHMARKS.md). The grid is bounded by 2^31 blocks.
+// Block b covers column block b % blocks_per_row of row b / blocks_per_row, a block being
+// kRowwiseUnroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
+// in row-major order, the order the tensors are laid out in, and each thread has kRowwiseUnroll
+// 16-byte loads of every input in flight. The grid is bounded by 2^31 blocks.
 template <typename T, int VEC, typename Fn>
 __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, uint32_t blocks_per_row) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
+  constexpr int kStep = kRowwiseThreads * VEC;
   const uint32_t row = blockIdx.x / blocks_per_row;
-  const int64_t col = int64_t(blockIdx.x - row * blocks_per_row) * (kRowwiseThreads * VEC) + int64_t(threadIdx.x) * VEC;
-  if (col >= p.geom.cols) return;
+  const int64_t first = int64_t(blockIdx.x - row * blocks_per_row) * (kStep * kRowwiseUnroll) + int64_t(threadIdx.x) * VEC;
+  const int64_t cols = p.geom.cols;
+  if (first >= cols) return;
   uint32_t idx[3];
   p.geom.split(row, idx);
-  Pack<T, VEC> v[kInputs];
+  Pack<T, VEC> v[kRowwiseUnroll][kInputs];
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) {
     const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
-    if (p.in[k].col_stride == 0)
-      v[k].fill(in[0]);
-    else
-      v[k].load(in + col);
-  }
-  Pack<T, VEC> result;
 #pragma unroll
-  for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v, e, std::make_index_sequence<kInputs>{}));
-  result.store(static_cast<T*>(p.out.data) + p.out.offset(idx) + col);
+    for (int u = 0; u < kRowwiseUnroll; ++u) {
+      if (p.in[k].col_stride == 0)
+        v[u][k].fill(in[0]);
+      else if (first + u * kStep < cols)
+        v[u][k].load(in + first + u * kStep);
+    }
+  }
+  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+#pragma unroll
+  for (int u = 0; u < kRowwiseUnroll; ++u) {
+    if (first + u * kStep >= cols) break;
+    Pack<T, VEC> result;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+    result.store(out + first + u * kStep);
+  }
 }
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC;
+  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * kRowwiseUnroll;
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
   const int64_t blocks = p.geom.rows() * blocks_per_row;
@@ -138,10 +130,10 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
 // Row staging for the norm kernels that keep a row in shared memory: a block of kThreads threads copies
 // the n elements of x to `row` as floats, VEC at a time. Each thread loads kStageBatch vectors before it
 // stores any, so that a block has up to kThreads * kStageBatch vector loads in flight (one at a time
-// left a row's HBM latency exposed once per vector). The caller synchronizes before reading `row`.
-constexpr int kStageBatch = 4;
-
-template <typename T, int kThreads, int VEC>
+// left a row's HBM latency exposed once per vector; measured in docs/BENCHMARKS.md: faster for the
+// RMSNorm rows, slower for the fp32 norm rows, which stage one at a time). The caller synchronizes
+// before reading `row`.
+template <typename T, int kThreads, int VEC, int kStageBatch>
 __device__ __forceinline__ void stage_row(const T* x, float* row, int64_t n) {
   constexpr int64_t kStride = int64_t(kThreads) * VEC;
   for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kStride * kStageBatch) {
