@@ -1,11 +1,14 @@
-// The QK-norm + RoPE rows: the CUDA kernel. Arithmetic: ops/rope/qknorm_rope_rows.h.
+// The QK-norm + RoPE rows: the CUDA kernels. Arithmetic: ops/rope/qknorm_rope_rows.h.
 //
-// One warp per head (D = 128 K): lane l holds elements 4(l + 32k) .. 4(l + 32k) + 3, the layout of
-// cuda/rms_norm_stats.cuh's warp reductions, which give the head's rstd / inverse RMS in the eager
-// chain's order. blockIdx.y picks the part (q, k, ...); blocks grid-stride over its heads.
-// Interleaved pairs lie inside a lane's four elements. For rotate-half the normalized head is staged
-// in shared memory (one head per warp) so that each lane finds the partner R/2 away, whatever R.
-// Every element of the head is read before any is written, so the destination may be x itself.
+// Two forms, the same results bit for bit. blockIdx.y picks the part (q, k, ...); blocks grid-stride over
+// its heads; every element of a head is read before any is written, so the destination may be x itself.
+// - Vectorized (every row operand 16-byte aligned, the whole head rotated; the common case): half a warp
+//   per head, eight elements per lane, described below qknorm_rope_kernel.
+// - General: one warp per head (D = 128 K): lane l holds elements 4(l + 32k) .. 4(l + 32k) + 3, the
+//   layout of cuda/rms_norm_stats.cuh's warp reductions, which give the head's rstd / inverse RMS in the
+//   eager chain's order. Interleaved pairs lie inside a lane's four elements. For rotate-half the
+//   normalized head is staged in shared memory (one head per warp) so that each lane finds the partner
+//   R/2 away, whatever R.
 // The ops' CUDA entries (one launch each) are registered at the end of this file.
 #include <algorithm>
 
@@ -14,6 +17,7 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
 #include "ops/rope/qknorm_rope_rows.h"
 #include "ops/rope/rope_launch.cuh"
 
@@ -94,15 +98,190 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
   }
 }
 
+// ---- the vectorized form: half a warp per head, 16-byte accesses -------------------------------------------
+//
+// Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of the head: the 4-element
+// chunks 2j and 2j + 1 that the warp form gives lanes 2j and 2j + 1. The eager chain's shuffle-down tree
+// over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, shuffle-down 8 .. 1 on both values
+// and then chunk 0 + chunk 1 in lane 0, so the statistics are the warp form's bit for bit. The weight is
+// loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses
+// and the whole head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in
+// lane j ^ 8 (D = 128) or in the lane's other half (D = 256).
+constexpr int kHalfWarps = kRopeThreads / 16;
+constexpr int kLaneElements = 8;
+
+// The lanes of this thread's half-warp: the two halves of a warp run their own heads, and one may finish
+// its loop before the other.
+__device__ __forceinline__ unsigned half_warp_mask() { return 0xFFFFu << (threadIdx.x & 16); }
+
+// warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the
+// half-warp receives the sum.
+__device__ __forceinline__ float half_warp_chunk_sum(float c0, float c1) {
+  const unsigned mask = half_warp_mask();
+#pragma unroll
+  for (int off = 8; off >= 1; off /= 2) {
+    c0 = add_rn(c0, __shfl_down_sync(mask, c0, off, 16));
+    c1 = add_rn(c1, __shfl_down_sync(mask, c1, off, 16));
+  }
+  return __shfl_sync(mask, add_rn(c0, c1), 0, 16);
+}
+
+// The head's rstd (F.rms_norm) or inverse RMS (the decomposed mean) in warp_torch_rms_norm_rstd's /
+// warp_decomposed_inv_rms's order; x[k][e] is element 128k + 8j + e.
+template <int K>
+__device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
+  if (n.chain == RmsNormChain::torch_rms_norm) {
+    float t[2] = {0.0f, 0.0f};  // half k's sum of squares (aten's accumulator k of a lane)
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float c[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int b = 0; b < 2; ++b)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[b] = fma_rn(x[k][4 * b + i], x[k][4 * b + i], c[b]);
+      t[k] = half_warp_chunk_sum(c[0], c[1]);
+    }
+    const float total = add_rn(add_rn(t[0], 0.0f), add_rn(t[1], 0.0f));
+    return torch_rms_norm_rstd(total, int64_t(128) * K, n.eps);
+  }
+  float c[2];
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i] = add_rn(acc[i], mul_rn(x[k][4 * b + i], x[k][4 * b + i]));
+    c[b] = add_rn(add_rn(add_rn(acc[0], acc[1]), acc[2]), acc[3]);
+  }
+  return decomposed_inv_rms(half_warp_chunk_sum(c[0], c[1]), n.mean_factor, n.eps);
+}
+
+// Eight consecutive elements as floats: one 16-byte access for 16-bit E, two for fp32.
+template <typename E>
+__device__ __forceinline__ void load_lane_elements(const E* p, float (&out)[kLaneElements]) {
+  constexpr int kVec = 16 / sizeof(E);
+#pragma unroll
+  for (int h = 0; h < kLaneElements / kVec; ++h) {
+    Pack<E, kVec> v;
+    v.load(p + h * kVec);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) out[h * kVec + e] = Storage<E>::load(v.get(e));
+  }
+}
+
+template <typename E>
+__device__ __forceinline__ void copy_lane_elements(const E* src, E* dst) {
+  constexpr int kVec = 16 / sizeof(E);
+#pragma unroll
+  for (int h = 0; h < kLaneElements / kVec; ++h) {
+    Pack<E, kVec> v;
+    v.load(src + h * kVec);
+    v.store(dst + h * kVec);
+  }
+}
+
+template <typename T, typename Table, RopeMath M, RopePairing P, int K>
+__global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRopeLaunch launch) {
+  constexpr int kVec = 16 / sizeof(T);
+  const QkNormRopeRows& p = launch.part[blockIdx.y];
+  const RmsNormRowsParams& n = p.norm;
+  const uint32_t rows = uint32_t(n.rows.geom.rows());  // < 2^31 / 128: the guards bound the elements
+  const int j = threadIdx.x % 16;
+  float weight[K][kLaneElements];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (n.weight)
+      load_lane_elements(static_cast<const T*>(n.weight) + 128 * k + kLaneElements * j, weight[k]);
+    else
+#pragma unroll
+      for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
+  }
+  for (uint32_t row = blockIdx.x * kHalfWarps + threadIdx.x / 16; row < rows; row += gridDim.x * kHalfWarps) {
+    uint32_t idx[3];
+    n.rows.geom.split(row, idx);
+    const int64_t first = kLaneElements * j;
+    float v[K][kLaneElements];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      load_lane_elements(static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + 128 * k + first, v[k]);
+    const float inv = half_warp_rms_norm_inv<K>(n, v);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int e = 0; e < kLaneElements; ++e) v[k][e] = qknorm_rope_normalized<T>(p, v[k][e], inv, weight[k][e]);
+    T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx) + first;
+    const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + first;
+    const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + first;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float c[kLaneElements], s[kLaneElements];
+      load_lane_elements(cos + 128 * k, c);
+      load_lane_elements(sin + 128 * k, s);
+      Pack<T, kVec> result[kLaneElements / kVec];
+#pragma unroll
+      for (int e = 0; e < kLaneElements; ++e) {
+        T r;
+        if constexpr (P == RopePairing::interleaved_pairs) {
+          const int even = e & ~1;
+          const auto pair = rope_interleaved_pair<T>(v[k][even], v[k][even + 1], c[even], c[even + 1], s[even],
+                                                     s[even + 1]);
+          r = e % 2 ? pair.odd : pair.even;
+        } else {
+          float partner;
+          if constexpr (K == 1) {
+            const float other = __shfl_xor_sync(half_warp_mask(), v[0][e], 8, 16);
+            partner = j < 8 ? -other : other;
+          } else {
+            partner = k == 0 ? -v[1][e] : v[0][e];
+          }
+          r = rotate_half_element<T, M>(v[k][e], partner, c[e], s[e]);
+        }
+        result[e / kVec].set(e % kVec, r);
+      }
+#pragma unroll
+      for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store(out + 128 * k + h * kVec);
+    }
+    if (p.copies) {
+      const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;
+      T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(idx) + first;
+#pragma unroll
+      for (int k = 0; k < K; ++k) copy_lane_elements(src + 128 * k, dst + 128 * k);
+    }
+  }
+}
+
+// Whether every part allows the vectorized form: the whole head rotated and every row operand (x, the
+// destination, the copied rows, the tables, the weight) 16-byte aligned at every row.
+bool vectorized_form_applies(const QkNormRopeLaunch& launch) {
+  for (int i = 0; i < launch.parts; ++i) {
+    const QkNormRopeRows& p = launch.part[i];
+    const DType t = p.norm.rows.dtype;
+    if (p.pairing == RopePairing::rotate_half && p.rot_dim != p.norm.rows.geom.cols) return false;
+    if (!rows_aligned(p.norm.rows.in[0], t, 16) || !rows_aligned(p.norm.rows.out, t, 16)) return false;
+    if (!rows_aligned(p.cos, p.table_dtype, 16) || !rows_aligned(p.sin, p.table_dtype, 16)) return false;
+    if (p.norm.weight && reinterpret_cast<uintptr_t>(p.norm.weight) % 16) return false;
+    if (p.copies && (!rows_aligned(p.copy_src, t, 16) || !rows_aligned(p.copy_dst, t, 16))) return false;
+  }
+  return true;
+}
+
 template <typename T, typename Table, RopeMath M, RopePairing P>
 void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   int64_t rows = 0;
   for (int i = 0; i < launch.parts; ++i) rows = std::max(rows, launch.part[i].norm.rows.geom.rows());
   if (rows == 0) return;
-  const auto kernel = launch.part[0].norm.rows.geom.cols == 128 ? qknorm_rope_kernel<T, Table, M, P, 1>
-                                                                 : qknorm_rope_kernel<T, Table, M, P, 2>;
-  const dim3 grid(rope_blocks(kernel, launch.part[0].norm.rows.device, rows * 32), unsigned(launch.parts));
-  kernel<<<grid, kRopeThreads, 0, stream>>>(launch);
+  const bool d128 = launch.part[0].norm.rows.geom.cols == 128;
+  const int device = launch.part[0].norm.rows.device;
+  if (vectorized_form_applies(launch)) {
+    const auto kernel = d128 ? qknorm_rope_vec_kernel<T, Table, M, P, 1> : qknorm_rope_vec_kernel<T, Table, M, P, 2>;
+    const dim3 grid(rope_blocks(kernel, device, rows * 16), unsigned(launch.parts));
+    kernel<<<grid, kRopeThreads, 0, stream>>>(launch);
+  } else {
+    const auto kernel = d128 ? qknorm_rope_kernel<T, Table, M, P, 1> : qknorm_rope_kernel<T, Table, M, P, 2>;
+    const dim3 grid(rope_blocks(kernel, device, rows * 32), unsigned(launch.parts));
+    kernel<<<grid, kRopeThreads, 0, stream>>>(launch);
+  }
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
