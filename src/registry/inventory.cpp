@@ -247,7 +247,8 @@ void register_gemm(Registry& r) {
                            .models = {"FLUX.1", "SD3", "GLM-Image"},
                            .family = "gemm",
                            .description = "FFN up-projection with bias + tanh-GELU in the cuBLASLt epilogue; "
-                                          "|out - eager| <= 2^-7 |eager| + 2^-8 |x W^T + b| + the dtype's smallest subnormal",
+                                          "|out - eager| <= 2^-7 |eager| + 2^-8 |x W^T + b| + 3 K 2^-24 (|x| |W|^T + |b|) + the dtype's "
+                                          "smallest subnormal",
                        });
   add_host_and_cuda(r, KernelSpec{
                            .op = "diffusion.qkv_projection_into",

@@ -93,13 +93,21 @@ std::string check_linear_op(Device d, DType t, const LinearCase& c) {
         }
         const int64_t m = bt * c.m + (r - c.out_rows_before);
         float h = 0.0f;
-        for (int64_t k = 0; k < c.k; ++k) h += float(xs[size_t(m * c.k + k)]) * float(ws[size_t(n * c.k + k)]);
-        if (c.bias) h += float(bs[size_t(n)]);
+        double a = 0.0;  // the sum of the products' magnitudes: the scale of any reordering of the sum
+        for (int64_t k = 0; k < c.k; ++k) {
+          h += float(xs[size_t(m * c.k + k)]) * float(ws[size_t(n * c.k + k)]);
+          a += std::fabs(xs[size_t(m * c.k + k)] * ws[size_t(n * c.k + k)]);
+        }
+        if (c.bias) {
+          h += float(bs[size_t(n)]);
+          a += std::fabs(bs[size_t(n)]);
+        }
         const float linear = round_to(t, h);
         const double eager = c.op == LinearOp::linear_gelu_tanh ? round_to(t, gelu_tanh(linear)) : linear;
         const double fused = load_as_double(all.data(), t, flat_index);
         const double tiny = std::ldexp(1.0, t == DType::f16 ? -24 : -133);  // the smallest subnormal
-        const double bound = std::ldexp(std::fabs(eager), -7) + std::ldexp(std::fabs(double(h)), -8) + tiny;
+        const double bound = std::ldexp(std::fabs(eager), -7) + std::ldexp(std::fabs(double(h)), -8) +
+                             std::ldexp(3.0 * double(c.k) * a, -24) + tiny;
         const double excess = std::fabs(fused - eager) - bound;
         if (!(excess <= 0)) {
           ++bad;
