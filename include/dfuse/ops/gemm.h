@@ -17,7 +17,8 @@
 // products cancel and |h| is small against a: measured on the H200, 3 of the 46080 elements of a
 // 5 x 3072 x 9216 projection beyond the first two terms by up to 1.3e-6; near zero the f16 roundings are
 // absolute, half a subnormal each: errors of 5e-8 where |eager| < 1e-6.) The eager chain is taken with
-// fp32 split-K reductions: PyTorch's default (torch.backends.cuda.matmul.allow_{bf16,fp16}_reduced_precision_reduction) lets cuBLAS round partial
+// fp32 split-K reductions: PyTorch's default
+// (torch.backends.cuda.matmul.allow_{bf16,fp16}_reduced_precision_reduction) lets cuBLAS round partial
 // sums to the storage dtype, which moves the eager GEMM itself off the exact product (measured: 0.002
 // at M = 1, K = 3072). The fused GEMM keeps its own split-K partial sums in fp32 (cuBLASLt's in-place and
 // output-type reduction schemes are excluded).
