@@ -4,7 +4,8 @@
 // operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
 // that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
-// that the host kernel shares.
+// that the host kernel shares; an op whose chain is only adds and multiplies of storage values also gives
+// it on packed pairs of 16-bit elements (cuda/paired_arith.cuh), which the kernel then uses.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
 #pragma once
 
@@ -19,6 +20,7 @@
 #include "common/rows.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
+#include "cuda/paired_arith.cuh"
 #include "dfuse/core/device.h"
 #include "dfuse/core/error.h"
 
@@ -73,6 +75,13 @@ struct Pack {
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
 constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loaded before any is used
 
+// RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).
+template <typename Fn, typename T, int VEC, size_t... K>
+__device__ __forceinline__ uint32_t apply_rowwise_pair(const Pack<T, VEC> (&v)[sizeof...(K)], int w,
+                                                       std::index_sequence<K...>) {
+  return RowwisePair<Fn>::apply(v[K].w[w]...);
+}
+
 // fn applied to element e of every input's vector.
 template <typename T, int VEC, typename Fn, size_t... K>
 __device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)[sizeof...(K)], int e,
@@ -111,8 +120,14 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
   for (int u = 0; u < kRowwiseUnroll; ++u) {
     if (first + u * kStep >= cols) break;
     Pack<T, VEC> result;
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+      for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
+        result.w[w] = apply_rowwise_pair<Fn>(v[u], w, std::make_index_sequence<kInputs>{});
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+    }
     result.store(out + first + u * kStep);
   }
 }

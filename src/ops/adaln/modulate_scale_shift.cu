@@ -6,6 +6,16 @@
 
 namespace dfuse::detail {
 
+// The chain on packed pairs: t = 1 + scale, u = x * t, out = u + shift, each rounded once (paired_arith.cuh).
+template <typename T>
+struct RowwisePair<ModulateScaleShift<T>> {
+  static constexpr bool kDefined = sizeof(T) == 2;
+  __device__ static uint32_t apply(uint32_t x, uint32_t scale, uint32_t shift) {
+    using A = PairedArith<T>;
+    return A::add(A::mul(x, A::add(A::kOnes, scale)), shift);
+  }
+};
+
 DFUSE_REGISTER_ENTRY(cuda, "modulate_scale_shift", &rowwise_cuda_entry<ModulateScaleShift>);
 
 }  // namespace dfuse::detail

@@ -1,0 +1,71 @@
+// IEEE adds and multiplies on two 16-bit storage values packed in a 32-bit word (bf16x2, f16x2), for
+// row-wise ops whose eager chain is only such ops on storage values.
+//
+// Why the bits are the eager chain's: an eager bf16/f16 add or multiply computes in float and rounds to
+// the storage dtype. The product of two p-bit significands (p = 8 for bf16, 11 for f16) has at most 2p
+// bits and is exact in float; a sum is rounded to float first, but float's 24 bits are at least 2p + 2, so
+// rounding that float to the storage dtype gives the correctly rounded sum (double rounding is innocuous).
+// A packed add.rn / mul.rn rounds the exact result once, to nearest even: the same value, subnormals kept.
+// One packed instruction does the work of two conversions, one float op and one rounding per element.
+// The _rn intrinsics carry an explicit rounding mode, which keeps ptxas from contracting a multiply and
+// an add into one fma (a single rounding the eager chain does not have).
+// What this leaves to check on the GPU: the NaN a packed op returns (the canonical NaN, as the float ->
+// storage conversion returns it).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "dfuse/core/dtype.h"
+
+namespace dfuse::detail {
+
+template <typename T>
+struct PairedArith;
+
+template <>
+struct PairedArith<bf16_t> {
+  static constexpr uint32_t kOnes = 0x3F803F80u;  // (1, 1)
+  __device__ static __nv_bfloat162 v(uint32_t w) {
+    __nv_bfloat162 r;
+    memcpy(&r, &w, sizeof(w));
+    return r;
+  }
+  __device__ static uint32_t w(__nv_bfloat162 v) {
+    uint32_t r;
+    memcpy(&r, &v, sizeof(r));
+    return r;
+  }
+  __device__ static uint32_t add(uint32_t a, uint32_t b) { return w(__hadd2_rn(v(a), v(b))); }
+  __device__ static uint32_t mul(uint32_t a, uint32_t b) { return w(__hmul2_rn(v(a), v(b))); }
+};
+
+template <>
+struct PairedArith<f16_t> {
+  static constexpr uint32_t kOnes = 0x3C003C00u;  // (1, 1)
+  __device__ static __half2 v(uint32_t w) {
+    __half2 r;
+    memcpy(&r, &w, sizeof(w));
+    return r;
+  }
+  __device__ static uint32_t w(__half2 v) {
+    uint32_t r;
+    memcpy(&r, &v, sizeof(r));
+    return r;
+  }
+  __device__ static uint32_t add(uint32_t a, uint32_t b) { return w(__hadd2_rn(v(a), v(b))); }
+  __device__ static uint32_t mul(uint32_t a, uint32_t b) { return w(__hmul2_rn(v(a), v(b))); }
+};
+
+// A row-wise functor Op<T>'s arithmetic on word pairs, where the chain allows it (see above): an op
+// specializes RowwisePair<Op<T>> with `static uint32_t apply(uint32_t...)` taking one word of each
+// input in the functor's argument order. Unspecialized: the element-wise functor runs.
+template <typename Fn>
+struct RowwisePair {
+  static constexpr bool kDefined = false;
+};
+
+}  // namespace dfuse::detail
