@@ -64,10 +64,8 @@ void launch(const InterleavedRopeFp64Params& p, cudaStream_t stream) {
   const int64_t items_per_row = p.geom.cols / VEC;
   const int64_t items = p.geom.rows() * items_per_row;  // < 2^31: the guards bound q's elements
   if (items == 0) return;
-  const auto kernel = interleaved_rope_fp64_kernel<T, VEC, kTablePairs>;
-  kernel<<<rope_blocks(kernel, p.device, items), kRopeThreads, 0, stream>>>(p, uint32_t(items_per_row),
-                                                                             uint32_t(items));
-  DFUSE_CUDA_CHECK_LAUNCH();
+  launch_rope_kernel<interleaved_rope_fp64_kernel<T, VEC, kTablePairs>>(p.device, items, 1, stream,
+      p, uint32_t(items_per_row), uint32_t(items));
 }
 
 void cuda_entry(const InterleavedRopeFp64Params& p, Stream stream) {

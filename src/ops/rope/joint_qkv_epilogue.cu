@@ -135,9 +135,7 @@ bool vectorizable(const JointQkvParams& p) {
 template <typename T, bool VEC>
 void launch(const JointQkvParams& p, const JointQkvUnits& u, cudaStream_t stream) {
   const uint32_t total = u.start[p.parts];
-  const auto kernel = joint_qkv_kernel<T, VEC>;
-  kernel<<<rope_blocks(kernel, p.device, int64_t(total) * 32), kRopeThreads, 0, stream>>>(p, u);
-  DFUSE_CUDA_CHECK_LAUNCH();
+  launch_rope_kernel<joint_qkv_kernel<T, VEC>>(p.device, int64_t(total) * 32, 1, stream, p, u);
 }
 
 }  // namespace

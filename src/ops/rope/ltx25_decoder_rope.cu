@@ -66,10 +66,8 @@ void launch(const Ltx25DecoderRopeParams& p, cudaStream_t stream) {
   const int64_t rows = p.sizes[0] * p.sizes[1] * p.sizes[2] * p.sizes[3] * p.sizes[4];
   const int64_t vecs_per_row = p.head_dim / VEC, items_per_tensor = rows * vecs_per_row;  // < 2^31 (guards)
   if (items_per_tensor == 0) return;
-  const auto kernel = ltx25_decoder_rope_kernel<T, VEC>;
-  kernel<<<rope_blocks(kernel, p.device, 2 * items_per_tensor), kRopeThreads, 0, stream>>>(
+  launch_rope_kernel<ltx25_decoder_rope_kernel<T, VEC>>(p.device, 2 * items_per_tensor, 1, stream,
       p, uint32_t(vecs_per_row), uint32_t(items_per_tensor));
-  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 // True when every row of `data` with these strides starts on a 16-byte boundary.

@@ -273,16 +273,17 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   if (rows == 0) return;
   const bool d128 = launch.part[0].norm.rows.geom.cols == 128;
   const int device = launch.part[0].norm.rows.device;
-  if (vectorized_form_applies(launch)) {
-    const auto kernel = d128 ? qknorm_rope_vec_kernel<T, Table, M, P, 1> : qknorm_rope_vec_kernel<T, Table, M, P, 2>;
-    const dim3 grid(rope_blocks(kernel, device, rows * 16), unsigned(launch.parts));
-    kernel<<<grid, kRopeThreads, 0, stream>>>(launch);
+  const auto parts = unsigned(launch.parts);
+  if (vectorized_form_applies(launch)) {  // half a warp per head
+    if (d128)
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16, parts, stream, launch);
+    else
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16, parts, stream, launch);
+  } else if (d128) {  // a warp per head
+    launch_rope_kernel<qknorm_rope_kernel<T, Table, M, P, 1>>(device, rows * 32, parts, stream, launch);
   } else {
-    const auto kernel = d128 ? qknorm_rope_kernel<T, Table, M, P, 1> : qknorm_rope_kernel<T, Table, M, P, 2>;
-    const dim3 grid(rope_blocks(kernel, device, rows * 32), unsigned(launch.parts));
-    kernel<<<grid, kRopeThreads, 0, stream>>>(launch);
+    launch_rope_kernel<qknorm_rope_kernel<T, Table, M, P, 2>>(device, rows * 32, parts, stream, launch);
   }
-  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, typename Table, RopeMath M>

@@ -86,10 +86,8 @@ void launch(const RopeInterleavedPairsParams& p, int reuse_dim, cudaStream_t str
   const int64_t chunks = (p.geom.outer[reuse_dim] + HEADS - 1) / HEADS;
   const int64_t items = p.geom.rows() / p.geom.outer[reuse_dim] * chunks * vecs_per_row;  // < 2^31 (guards)
   if (items == 0) return;
-  const auto kernel = rope_interleaved_pairs_kernel<T, Table, VEC, HEADS>;
-  kernel<<<rope_blocks(kernel, p.device, items), kRopeThreads, 0, stream>>>(
+  launch_rope_kernel<rope_interleaved_pairs_kernel<T, Table, VEC, HEADS>>(p.device, items, 1, stream,
       p, reuse_dim, uint32_t(vecs_per_row), uint32_t(chunks), uint32_t(items));
-  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, typename Table, int VEC>

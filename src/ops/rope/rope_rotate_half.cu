@@ -64,10 +64,8 @@ void launch(const RopeRotateHalfParams& p, bool copy_tail, cudaStream_t stream) 
   const int64_t items_per_row = pair_items + (copy_tail ? (p.geom.cols - p.rot_dim) / VEC : 0);
   const int64_t items = p.geom.rows() * items_per_row;  // < 2^31: the guards bound x's elements
   if (items == 0) return;
-  const auto kernel = rope_rotate_half_kernel<T, Table, M, VEC>;
-  kernel<<<rope_blocks(kernel, p.device, items), kRopeThreads, 0, stream>>>(
+  launch_rope_kernel<rope_rotate_half_kernel<T, Table, M, VEC>>(p.device, items, 1, stream,
       p, uint32_t(pair_items), uint32_t(items_per_row), uint32_t(items));
-  DFUSE_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, typename Table, RopeMath M>
