@@ -93,6 +93,61 @@ __device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor
   return storage_rms_norm_rstd<T>(s, factor, eps);
 }
 
+// ---- half a warp per row of 128 K elements, eight elements per lane ------------------------------------
+// Lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7 (x[k][0..7]): the 4-element chunks
+// 2j + 32k and 2j + 1 + 32k, which the warp form gives lanes 2j and 2j + 1. The warp form's shuffle-down
+// tree over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, shuffle-down 8 .. 1 on both
+// values and then chunk 0 + chunk 1 in lane 0, so these give the warp forms' results bit for bit, with
+// 16-byte accesses. The two halves of a warp run their own rows (and may leave their loops apart).
+constexpr int kLaneElements = 8;
+
+__device__ __forceinline__ unsigned half_warp_mask() { return 0xFFFFu << (threadIdx.x & 16); }
+
+// warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the
+// half-warp receives the sum.
+__device__ __forceinline__ float half_warp_chunk_sum(float c0, float c1) {
+  const unsigned mask = half_warp_mask();
+#pragma unroll
+  for (int off = 8; off >= 1; off /= 2) {
+    c0 = add_rn(c0, __shfl_down_sync(mask, c0, off, 16));
+    c1 = add_rn(c1, __shfl_down_sync(mask, c1, off, 16));
+  }
+  return __shfl_sync(mask, add_rn(c0, c1), 0, 16);
+}
+
+// warp_torch_rms_norm_rstd<K> (K <= 4): accumulator k of a lane folds 128-element block k.
+template <int K>
+__device__ float half_warp_torch_rms_norm_rstd(const float (&x)[K][kLaneElements], float eps) {
+  static_assert(K <= 4, "one accumulator per 128-element block");
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float c[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[b] = fma_rn(x[k][4 * b + i], x[k][4 * b + i], c[b]);
+    t[k] = half_warp_chunk_sum(c[0], c[1]);
+  }
+  return torch_rms_norm_rstd(add_rn(add_rn(t[0], t[2]), add_rn(t[1], t[3])), int64_t(128) * K, eps);
+}
+
+// warp_decomposed_inv_rms<K>: a chunk's four accumulators fold its elements over the K blocks.
+template <int K>
+__device__ float half_warp_decomposed_inv_rms(const float (&x)[K][kLaneElements], float factor, float eps) {
+  float c[2];
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i] = add_rn(acc[i], mul_rn(x[k][4 * b + i], x[k][4 * b + i]));
+    c[b] = add_rn(add_rn(add_rn(acc[0], acc[1]), acc[2]), acc[3]);
+  }
+  return decomposed_inv_rms(half_warp_chunk_sum(c[0], c[1]), factor, eps);
+}
+
 // ---- block per row, the row in shared memory -------------------------------------------------------
 
 __device__ inline float block_torch_rms_norm_rstd(const float* row, int64_t n, float eps) {

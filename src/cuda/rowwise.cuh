@@ -72,6 +72,33 @@ struct Pack {
   }
 };
 
+// N consecutive elements of E as floats, in 16-byte accesses (p 16-byte aligned).
+template <int N, typename E>
+__device__ __forceinline__ void load_as_floats(const E* p, float (&out)[N]) {
+  constexpr int kVec = 16 / sizeof(E);
+  static_assert(N % kVec == 0, "whole 16-byte accesses");
+#pragma unroll
+  for (int h = 0; h < N / kVec; ++h) {
+    Pack<E, kVec> v;
+    v.load(p + h * kVec);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) out[h * kVec + e] = Storage<E>::load(v.get(e));
+  }
+}
+
+// N consecutive elements of E copied bit for bit, in 16-byte accesses (both 16-byte aligned).
+template <int N, typename E>
+__device__ __forceinline__ void copy_elements(const E* src, E* dst) {
+  constexpr int kVec = 16 / sizeof(E);
+  static_assert(N % kVec == 0, "whole 16-byte accesses");
+#pragma unroll
+  for (int h = 0; h < N / kVec; ++h) {
+    Pack<E, kVec> v;
+    v.load(src + h * kVec);
+    v.store(dst + h * kVec);
+  }
+}
+
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
 constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loaded before any is used
 

@@ -1,6 +1,11 @@
-// diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel. A warp per row of q, then of
-// k, in one grid: lane l reads chunks l, l + 32, ... (4 elements each) of the row, the row's statistic
-// comes from cuda/rms_norm_stats.cuh's warp functions, and the lane writes its elements back.
+// diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel, in two forms with the same bits.
+// - Vectorized (F.rms_norm or the decomposed chain, every row and weight 16-byte aligned; the common case):
+//   half a warp per row, lane j holding elements 128k + 8j .. + 7, the statistics from
+//   cuda/rms_norm_stats.cuh's half-warp functions, 16-byte accesses, the weight loaded once per thread;
+//   blockIdx.y picks q or k.
+// - General: a warp per row of q, then of k, in one grid: lane l reads chunks l, l + 32, ... (4 elements
+//   each) of the row, the row's statistic comes from the warp functions, and the lane writes its
+//   elements back.
 // Contract and arithmetic: ops/norm/qk_rmsnorm_native.h.
 #include <algorithm>
 #include <string>
@@ -10,6 +15,7 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
 #include "ops/norm/qk_rmsnorm_native.h"
 
 namespace dfuse::detail {
@@ -100,7 +106,69 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_kernel(QkRmsNormPara
 }
 
 template <typename T, int K>
+__global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPacks = kLaneElements / kVec;
+  const RmsNormRowsParams& n = blockIdx.y == 0 ? p.q : p.k;
+  const uint32_t rows = uint32_t(n.rows.geom.rows());
+  const int64_t first = kLaneElements * (threadIdx.x % 16);
+  Pack<T, kVec> weight[K][kPacks];
+  if (n.weight)
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int h = 0; h < kPacks; ++h) weight[k][h].load(static_cast<const T*>(n.weight) + 128 * k + first + h * kVec);
+  for (uint32_t r = blockIdx.x * (2 * kQkWarps) + threadIdx.x / 16; r < rows; r += gridDim.x * (2 * kQkWarps)) {
+    uint32_t idx[3];
+    n.rows.geom.split(r, idx);
+    const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + first;
+    T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx) + first;
+    float v[K][kLaneElements];
+#pragma unroll
+    for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[k]);
+    const float inv = n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(v, n.eps)
+                                                              : half_warp_decomposed_inv_rms<K>(v, n.mean_factor, n.eps);
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+#pragma unroll
+      for (int h = 0; h < kPacks; ++h) {
+        Pack<T, kVec> y;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float w = n.weight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
+          y.set(e, rms_norm_normalized<T>(n, v[k][h * kVec + e], inv, w));
+        }
+        y.store(out + 128 * k + h * kVec);
+      }
+  }
+}
+
+// Whether the vectorized form applies: a chain it reproduces, every row and weight 16-byte aligned.
+bool vectorized_form_applies(const QkRmsNormParams& p) {
+  for (const RmsNormRowsParams* n : {&p.q, &p.k}) {
+    if (n->chain == RmsNormChain::storage_dtype) return false;
+    if (!rows_aligned(n->rows.in[0], n->rows.dtype, 16) || !rows_aligned(n->rows.out, n->rows.dtype, 16)) return false;
+    if (n->weight && reinterpret_cast<uintptr_t>(n->weight) % 16) return false;
+  }
+  return true;
+}
+
+template <typename T, int K>
+void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
+  auto kernel = qk_rmsnorm_vec_kernel<T, K>;
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
+  const int64_t rows = std::max(p.q.rows.geom.rows(), p.k.rows.geom.rows());
+  const int64_t wanted = (rows + 2 * kQkWarps - 1) / (2 * kQkWarps);
+  // q's and k's blocks share the resident slots.
+  const int64_t resident = std::max<int64_t>(1, int64_t(multiprocessor_count(p.q.rows.device)) * per_sm / 2);
+  kernel<<<dim3(unsigned(std::min(wanted, resident)), 2), kQkWarps * 32, 0, stream>>>(p);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, int K>
 void launch_qk_rmsnorm(const QkRmsNormParams& p, cudaStream_t stream) {
+  if (vectorized_form_applies(p)) return launch_qk_rmsnorm_vec<T, K>(p, stream);
   auto kernel = qk_rmsnorm_kernel<T, K>;
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));

@@ -100,85 +100,18 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
 
 // ---- the vectorized form: half a warp per head, 16-byte accesses -------------------------------------------
 //
-// Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of the head: the 4-element
-// chunks 2j and 2j + 1 that the warp form gives lanes 2j and 2j + 1. The eager chain's shuffle-down tree
-// over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, shuffle-down 8 .. 1 on both values
-// and then chunk 0 + chunk 1 in lane 0, so the statistics are the warp form's bit for bit. The weight is
-// loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses
+// Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of the head, and the
+// statistics come from cuda/rms_norm_stats.cuh's half-warp functions (the warp form's bits). The weight
+// is loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses
 // and the whole head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in
 // lane j ^ 8 (D = 128) or in the lane's other half (D = 256).
 constexpr int kHalfWarps = kRopeThreads / 16;
-constexpr int kLaneElements = 8;
 
-// The lanes of this thread's half-warp: the two halves of a warp run their own heads, and one may finish
-// its loop before the other.
-__device__ __forceinline__ unsigned half_warp_mask() { return 0xFFFFu << (threadIdx.x & 16); }
-
-// warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the
-// half-warp receives the sum.
-__device__ __forceinline__ float half_warp_chunk_sum(float c0, float c1) {
-  const unsigned mask = half_warp_mask();
-#pragma unroll
-  for (int off = 8; off >= 1; off /= 2) {
-    c0 = add_rn(c0, __shfl_down_sync(mask, c0, off, 16));
-    c1 = add_rn(c1, __shfl_down_sync(mask, c1, off, 16));
-  }
-  return __shfl_sync(mask, add_rn(c0, c1), 0, 16);
-}
-
-// The head's rstd (F.rms_norm) or inverse RMS (the decomposed mean) in warp_torch_rms_norm_rstd's /
-// warp_decomposed_inv_rms's order; x[k][e] is element 128k + 8j + e.
+// The head's rstd (F.rms_norm) or inverse RMS (the decomposed mean); x[k][e] is element 128k + 8j + e.
 template <int K>
 __device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
-  if (n.chain == RmsNormChain::torch_rms_norm) {
-    float t[2] = {0.0f, 0.0f};  // half k's sum of squares (aten's accumulator k of a lane)
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      float c[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int b = 0; b < 2; ++b)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) c[b] = fma_rn(x[k][4 * b + i], x[k][4 * b + i], c[b]);
-      t[k] = half_warp_chunk_sum(c[0], c[1]);
-    }
-    const float total = add_rn(add_rn(t[0], 0.0f), add_rn(t[1], 0.0f));
-    return torch_rms_norm_rstd(total, int64_t(128) * K, n.eps);
-  }
-  float c[2];
-#pragma unroll
-  for (int b = 0; b < 2; ++b) {
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] = add_rn(acc[i], mul_rn(x[k][4 * b + i], x[k][4 * b + i]));
-    c[b] = add_rn(add_rn(add_rn(acc[0], acc[1]), acc[2]), acc[3]);
-  }
-  return decomposed_inv_rms(half_warp_chunk_sum(c[0], c[1]), n.mean_factor, n.eps);
-}
-
-// Eight consecutive elements as floats: one 16-byte access for 16-bit E, two for fp32.
-template <typename E>
-__device__ __forceinline__ void load_lane_elements(const E* p, float (&out)[kLaneElements]) {
-  constexpr int kVec = 16 / sizeof(E);
-#pragma unroll
-  for (int h = 0; h < kLaneElements / kVec; ++h) {
-    Pack<E, kVec> v;
-    v.load(p + h * kVec);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) out[h * kVec + e] = Storage<E>::load(v.get(e));
-  }
-}
-
-template <typename E>
-__device__ __forceinline__ void copy_lane_elements(const E* src, E* dst) {
-  constexpr int kVec = 16 / sizeof(E);
-#pragma unroll
-  for (int h = 0; h < kLaneElements / kVec; ++h) {
-    Pack<E, kVec> v;
-    v.load(src + h * kVec);
-    v.store(dst + h * kVec);
-  }
+  return n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(x, n.eps)
+                                                 : half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
 }
 
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
@@ -192,7 +125,7 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRop
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (n.weight)
-      load_lane_elements(static_cast<const T*>(n.weight) + 128 * k + kLaneElements * j, weight[k]);
+      load_as_floats(static_cast<const T*>(n.weight) + 128 * k + kLaneElements * j, weight[k]);
     else
 #pragma unroll
       for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
@@ -204,7 +137,7 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRop
     float v[K][kLaneElements];
 #pragma unroll
     for (int k = 0; k < K; ++k)
-      load_lane_elements(static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + 128 * k + first, v[k]);
+      load_as_floats(static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + 128 * k + first, v[k]);
     const float inv = half_warp_rms_norm_inv<K>(n, v);
 #pragma unroll
     for (int k = 0; k < K; ++k)
@@ -216,8 +149,8 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRop
 #pragma unroll
     for (int k = 0; k < K; ++k) {
       float c[kLaneElements], s[kLaneElements];
-      load_lane_elements(cos + 128 * k, c);
-      load_lane_elements(sin + 128 * k, s);
+      load_as_floats(cos + 128 * k, c);
+      load_as_floats(sin + 128 * k, s);
       Pack<T, kVec> result[kLaneElements / kVec];
 #pragma unroll
       for (int e = 0; e < kLaneElements; ++e) {
@@ -246,7 +179,7 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRop
       const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;
       T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(idx) + first;
 #pragma unroll
-      for (int k = 0; k < K; ++k) copy_lane_elements(src + 128 * k, dst + 128 * k);
+      for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
     }
   }
 }
