@@ -23,35 +23,30 @@
 
 namespace dfuse::detail {
 
+// The packed type of two T and the word holding (1, 1).
 template <typename T>
-struct PairedArith;
-
+struct PairedType;
 template <>
-struct PairedArith<bf16_t> {
-  static constexpr uint32_t kOnes = 0x3F803F80u;  // (1, 1)
-  __device__ static __nv_bfloat162 v(uint32_t w) {
-    __nv_bfloat162 r;
-    memcpy(&r, &w, sizeof(w));
-    return r;
-  }
-  __device__ static uint32_t w(__nv_bfloat162 v) {
-    uint32_t r;
-    memcpy(&r, &v, sizeof(r));
-    return r;
-  }
-  __device__ static uint32_t add(uint32_t a, uint32_t b) { return w(__hadd2_rn(v(a), v(b))); }
-  __device__ static uint32_t mul(uint32_t a, uint32_t b) { return w(__hmul2_rn(v(a), v(b))); }
+struct PairedType<bf16_t> {
+  using V = __nv_bfloat162;
+  static constexpr uint32_t kOnes = 0x3F803F80u;
+};
+template <>
+struct PairedType<f16_t> {
+  using V = __half2;
+  static constexpr uint32_t kOnes = 0x3C003C00u;
 };
 
-template <>
-struct PairedArith<f16_t> {
-  static constexpr uint32_t kOnes = 0x3C003C00u;  // (1, 1)
-  __device__ static __half2 v(uint32_t w) {
-    __half2 r;
+template <typename T>
+struct PairedArith {
+  using V = typename PairedType<T>::V;
+  static constexpr uint32_t kOnes = PairedType<T>::kOnes;
+  __device__ static V v(uint32_t w) {
+    V r;
     memcpy(&r, &w, sizeof(w));
     return r;
   }
-  __device__ static uint32_t w(__half2 v) {
+  __device__ static uint32_t w(V v) {
     uint32_t r;
     memcpy(&r, &v, sizeof(r));
     return r;

@@ -61,41 +61,16 @@ __global__ void __launch_bounds__(kRopeThreads)
   }
 }
 
-template <typename T, int VEC>
-void launch(const Ltx25DecoderRopeParams& p, cudaStream_t stream) {
-  const int64_t rows = p.sizes[0] * p.sizes[1] * p.sizes[2] * p.sizes[3] * p.sizes[4];
-  const int64_t vecs_per_row = p.head_dim / VEC, items_per_tensor = rows * vecs_per_row;  // < 2^31 (guards)
-  if (items_per_tensor == 0) return;
-  launch_rope_kernel<ltx25_decoder_rope_kernel<T, VEC>>(p.device, 2 * items_per_tensor, 1, stream,
-      p, uint32_t(vecs_per_row), uint32_t(items_per_tensor));
-}
-
-// True when every row of `data` with these strides starts on a 16-byte boundary.
-bool rows_aligned16(const void* data, const int64_t (&strides)[5], DType t) {
-  if (reinterpret_cast<uintptr_t>(data) % 16) return false;
-  for (int64_t s : strides)
-    if ((s * int64_t(dtype_size(t))) % 16) return false;
-  return true;
-}
-
-template <typename T>
-void launch_vectorized_if_possible(const Ltx25DecoderRopeParams& p, cudaStream_t stream) {
-  constexpr int kVec = 16 / int(sizeof(T));
-  bool vectorizable = p.head_dim % kVec == 0;
-  for (int i = 0; i < 2; ++i)
-    vectorizable = vectorizable && rows_aligned16(p.x[i], p.x_strides[i], p.dtype) &&
-                   rows_aligned16(p.out[i], p.out_strides[i], p.dtype);
-  if (vectorizable)
-    launch<T, kVec>(p, stream);
-  else
-    launch<T, 2>(p, stream);
-}
-
 void cuda_entry(const Ltx25DecoderRopeParams& p, Stream stream) {
   const DeviceGuard guard(p.device);
   auto s = static_cast<cudaStream_t>(stream.handle);
-  dispatch_bf16_f16_f32(p.dtype, "ltx25_decoder_rope CUDA kernel",
-                        [&](auto tag) { launch_vectorized_if_possible<decltype(tag)>(p, s); });
+  dispatch_bf16_f16_f32(p.dtype, "ltx25_decoder_rope CUDA kernel", [&](auto tag) {
+    using T = decltype(tag);
+    launch_paired_rope<T>(p, [&]<int VEC>(uint32_t vecs_per_row, uint32_t items_per_tensor) {
+      launch_rope_kernel<ltx25_decoder_rope_kernel<T, VEC>>(p.device, 2 * int64_t(items_per_tensor), 1, s, p,
+                                                            vecs_per_row, items_per_tensor);
+    });
+  });
 }
 
 DFUSE_REGISTER_ENTRY(cuda, "ltx25_decoder_rope", &cuda_entry);
