@@ -19,6 +19,15 @@ def rand(shape, dtype, amplitude=1.0, device="cuda"):
     return (torch.randn(shape, device=device, dtype=torch.float32) * amplitude).to(dtype)
 
 
+def sprinkle_specials(t, extra=(), copies=8):
+    """Writes NaN, +-inf, -0, a subnormal and the `extra` values at `copies` random places each of `t`, in
+    place through t's own strides (a view writes into its base tensor), and returns t."""
+    values = [float("nan"), float("inf"), -float("inf"), -0.0, torch.finfo(t.dtype).tiny / 4, *extra]
+    where = tuple(torch.randint(0, size, (copies * len(values),), device=t.device) for size in t.shape)
+    t[where] = torch.tensor(values, dtype=t.dtype, device=t.device).repeat(copies)
+    return t
+
+
 def bits(t):
     return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
 

@@ -18,6 +18,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
+import bitwise  # noqa: E402
 from bitwise import assert_bitwise, check_op, rand  # noqa: E402
 
 FLUX2 = (1, 4608, 3072)  # FLUX.2-like MLP rows: 4608 tokens, 3072 gate/up channels
@@ -53,13 +54,8 @@ def check(name, args, fused=True):
 
 
 def sprinkle_specials(t):
-    """NaN, +-inf, -0 and subnormals at random places of `t` (in place)."""
-    tiny = torch.finfo(t.dtype).tiny
-    values = [float("nan"), float("inf"), -float("inf"), -0.0, tiny / 4, -tiny / 8, -100.0, 100.0]
-    flat = t.view(-1)
-    where = torch.randint(0, flat.numel(), (64 * len(values),), device=t.device)
-    flat[where] = torch.tensor(values, dtype=t.dtype, device=t.device).repeat(64)
-    return t
+    """bitwise.sprinkle_specials with a negative subnormal and +-100 (SiLU's saturated ends), 64 copies each."""
+    return bitwise.sprinkle_specials(t, (-torch.finfo(t.dtype).tiny / 8, -100.0, 100.0), copies=64)
 
 
 # ---- silu_mul -----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from conftest import require_cuda
 
 import dfuse.torch as dt
-from bitwise import assert_bitwise, bits, counters, poison_allocator, rand
+from bitwise import assert_bitwise, bits, counters, poison_allocator, rand, sprinkle_specials
 
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 EPS = 1e-6
@@ -58,14 +58,6 @@ def flux2_tables(tokens, dim, device, theta=2000.0):
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim)
     freqs = torch.outer(torch.arange(tokens, dtype=torch.float64, device=device) * 1.3, inv)
     return freqs.cos().repeat_interleave(2, dim=-1).float(), freqs.sin().repeat_interleave(2, dim=-1).float()
-
-
-def sprinkle_specials(x):
-    flat = x.view(-1)
-    n = flat.numel()
-    for i, v in enumerate([float("nan"), float("inf"), float("-inf"), -0.0, 0.0]):
-        flat[(i * 7919) % n] = v
-    return x
 
 
 def single_stream_views(proj, heads, head_dim):

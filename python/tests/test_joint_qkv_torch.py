@@ -22,7 +22,7 @@ require_cuda()
 import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
-from bitwise import assert_bitwise, bits, counters, poison_allocator, rand  # noqa: E402
+from bitwise import assert_bitwise, bits, counters, poison_allocator, rand, sprinkle_specials  # noqa: E402
 
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 D = 128
@@ -103,16 +103,6 @@ def weights(dtype, with_weight, device="cuda"):
     if not with_weight:
         return (None,) * 4
     return tuple(rand((D,), dtype, 0.5, device) + 1.0 for _ in range(4))
-
-
-def sprinkle_specials(x):
-    flat = x.view(-1) if x.is_contiguous() else None
-    if flat is None:
-        return x
-    idx = torch.randint(0, flat.numel(), (max(1, flat.numel() // 97),), device=x.device)
-    specials = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0], dtype=x.dtype, device=x.device)
-    flat[idx] = specials[torch.arange(idx.numel(), device=x.device) % 4]
-    return x
 
 
 def check(name, op, chain, args, fused=True):

@@ -26,6 +26,7 @@ require_cuda()
 import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
+import bitwise  # noqa: E402
 from bitwise import assert_bitwise, bits, counters, poison_allocator, rand  # noqa: E402
 
 ALL = [torch.bfloat16, torch.float16, torch.float32]
@@ -95,11 +96,7 @@ def norm(dim, dtype, affine=True):
 
 
 def sprinkle_specials(t):
-    values = [float("nan"), float("inf"), -float("inf"), -0.0, torch.finfo(t.dtype).tiny / 4, 60000.0]
-    flat = t.view(-1)
-    where = torch.randint(0, flat.numel(), (8 * len(values),), device=t.device)
-    flat[where] = torch.tensor(values, dtype=t.dtype, device=t.device).repeat(8)
-    return t
+    return bitwise.sprinkle_specials(t, (60000.0,))
 
 
 def check(b, s, ks, h, d, dtype, fused=True, affine=True, specials=False, packed=False):

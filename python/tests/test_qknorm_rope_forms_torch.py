@@ -24,7 +24,7 @@ from conftest import require_cuda
 
 import dfuse.torch as dt
 from rope_chains import NORMS, ROPES, rotate_half
-from bitwise import assert_bitwise, bits, counters, poison_allocator, rand
+from bitwise import assert_bitwise, bits, counters, poison_allocator, rand, sprinkle_specials
 
 HALF = [torch.bfloat16, torch.float16]
 ALL = HALF + [torch.float32]
@@ -53,14 +53,6 @@ def rope_tables(tokens, rot, dtype, device):
     freqs = torch.outer(torch.arange(tokens, dtype=torch.float64, device=device), inv)
     freqs = torch.cat([freqs, freqs], dim=-1)
     return freqs.cos().to(dtype)[:, None, :], freqs.sin().to(dtype)[:, None, :]
-
-
-def sprinkle_specials(t):
-    values = [float("nan"), float("inf"), -float("inf"), -0.0, torch.finfo(t.dtype).tiny / 4]
-    flat = t.view(-1)
-    where = torch.randint(0, flat.numel(), (8 * len(values),), device=t.device)
-    flat[where] = torch.tensor(values, dtype=t.dtype, device=t.device).repeat(8)
-    return t
 
 
 class Case:

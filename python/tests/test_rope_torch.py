@@ -26,6 +26,7 @@ import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
 from rope_chains import NORMS, ROPES, partial_rope_fp32_opmath, partial_rope_storage_dtype  # noqa: E402
+import bitwise  # noqa: E402
 from bitwise import assert_bitwise, bits, check_op, counters, poison_allocator, rand  # noqa: E402
 
 HALF = [torch.bfloat16, torch.float16]
@@ -103,11 +104,7 @@ def packed_heads(b, s, h, d, dtype, slot=0, amplitude=3.0):
 
 
 def sprinkle_specials(t):
-    values = [float("nan"), float("inf"), -float("inf"), -0.0, torch.finfo(t.dtype).tiny / 4, 60000.0]
-    flat = t.view(-1)
-    where = torch.randint(0, flat.numel(), (32 * len(values),), device=t.device)
-    flat[where] = torch.tensor(values, dtype=t.dtype, device=t.device).repeat(32)
-    return t
+    return bitwise.sprinkle_specials(t, (60000.0,), copies=32)
 
 
 # ---- rope_rotate_half ---------------------------------------------------------------------------------------
