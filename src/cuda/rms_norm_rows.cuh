@@ -87,14 +87,8 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  auto kernel = rms_norm_rows_kernel<T, kThreads, VEC, Epi>;
-  const size_t smem = size_t(p.rows.geom.cols) * sizeof(float);
-  int per_sm = 0;
-  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  const int64_t resident = int64_t(multiprocessor_count(p.rows.device)) * std::max(per_sm, 1);
-  const uint32_t grid = uint32_t(std::min<int64_t>(p.rows.geom.rows(), resident));
-  kernel<<<grid, kThreads, smem, stream>>>(p, epi);
-  DFUSE_CUDA_CHECK_LAUNCH();
+  launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
+                                                                   p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

@@ -192,6 +192,20 @@ __device__ __forceinline__ void stage_row(const T* x, float* row, int64_t n) {
   }
 }
 
+// The launch of a norm kernel that stages a row of `cols` floats in dynamic shared memory and loops over
+// rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as `device` keeps resident, at most one
+// per row.
+template <auto Kernel, typename... Args>
+void launch_staged_rows(int threads, int64_t rows, int64_t cols, int device, cudaStream_t stream,
+                        const Args&... args) {
+  const size_t smem = size_t(cols) * sizeof(float);
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
+  const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);
+  Kernel<<<uint32_t(std::min<int64_t>(rows, resident)), threads, smem, stream>>>(args...);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
 // Launches rowwise_kernel with 16-byte vectors when the operands allow it.
 template <typename T, typename Fn>
 void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {
