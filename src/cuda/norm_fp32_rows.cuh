@@ -35,15 +35,12 @@ __device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, c
     return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
   } else {
     static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
-    if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(row, n, p.eps)};
+    const auto load4 = staged_float_chunks(row);
+    if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(load4, n, p.eps)};
     if (p.stats == Fp32NormStats::mean_of_squares)
-      return {0.0f, block_decomposed_inv_rms(row, n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor, p.eps)};
-    const LayerNormStats s = block_layer_norm_stats_vectorized(
-        [row](int64_t i, float v[4]) {
-#pragma unroll
-          for (int k = 0; k < 4; ++k) v[k] = row[4 * i + k];
-        },
-        n);
+      return {0.0f, block_decomposed_inv_rms([row](int64_t k) { return row[k]; }, n, p.mean, norm_fp32_mean_shift(p, r),
+                                             p.mean_factor, p.eps)};
+    const LayerNormStats s = block_layer_norm_stats_vectorized(load4, n);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }
 }
@@ -95,7 +92,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
   launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    p.rows.device, stream, p, epi);
+                                                                    sizeof(float), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

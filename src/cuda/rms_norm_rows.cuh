@@ -25,22 +25,33 @@
 
 namespace dfuse::detail {
 
+// The row's rstd / inverse RMS from the row staged in T.
 template <typename T, int kThreads>
-__device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const float* row, uint32_t r) {
+__device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row, uint32_t r) {
+  using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
+  const auto at = [row](int64_t k) { return S::load(row[k]); };
   if constexpr (kThreads == kLayerNormMomentsThreads) {
-    return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n), p.eps);
+    return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic(at, n), p.eps);
   } else {
-    if (p.chain == RmsNormChain::torch_rms_norm) return block_torch_rms_norm_rstd(row, n, p.eps);
+    if (p.chain == RmsNormChain::torch_rms_norm) {
+      const auto load4 = [row](int64_t i, float v[4]) {  // one 8-byte (16-bit T) or 16-byte shared access
+        Pack<T, 4> c;
+        c.load(row + 4 * i);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
+      };
+      return block_torch_rms_norm_rstd(load4, n, p.eps);
+    }
     const int shift = rms_norm_mean_shift(p, r);
     if (p.chain == RmsNormChain::diffusers_decomposed)
-      return block_decomposed_inv_rms(row, n, p.mean, shift, p.mean_factor, p.eps);
-    return block_storage_rms_norm_rstd<T>(row, n, p.mean, shift, p.mean_factor, p.eps);
+      return block_decomposed_inv_rms(at, n, p.mean, shift, p.mean_factor, p.eps);
+    return block_storage_rms_norm_rstd<T>(at, n, p.mean, shift, p.mean_factor, p.eps);
   }
 }
 
 template <typename T, int VEC, typename Epi, size_t... K>
-__device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, const float* row,
+__device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, const T* row,
                                                        float inv, const uint32_t idx[3], int64_t j,
                                                        std::index_sequence<K...>) {
   using S = Storage<T>;
@@ -57,10 +68,12 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
       ...);
   Pack<T, VEC> w;
   if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
+  Pack<T, VEC> x;
+  x.load(row + j);
   Pack<T, VEC> r;
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
-    const T y = rms_norm_normalized<T>(p, row[j + e], inv, p.weight ? S::load(w.get(e)) : 1.0f);
+    const T y = rms_norm_normalized<T>(p, S::load(x.get(e)), inv, p.weight ? S::load(w.get(e)) : 1.0f);
     r.set(e, epi(y, in[K].get(e)...));
   }
   r.store(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
@@ -68,7 +81,8 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
-  extern __shared__ float row[];
+  extern __shared__ __align__(16) unsigned char staged[];
+  T* row = reinterpret_cast<T*>(staged);
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
@@ -88,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
   launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   p.rows.device, stream, p, epi);
+                                                                   sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

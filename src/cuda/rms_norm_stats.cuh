@@ -18,11 +18,12 @@
 //  The row's normalized element is then torch_rms_norm_element / decomposed_rms_norm_element<T> /
 //  storage_rms_norm_element<T> (or rms_norm_normalized<T> of ops/norm/rmsnorm_rows.h for all three).
 //
-//  Block per row (128 threads, blockDim.x == kRmsNormVecThreads), the row staged as floats in
-//  shared memory (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold):
-//    block_torch_rms_norm_rstd(row, n, eps)
-//    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
-//    block_storage_rms_norm_rstd<T>(row, n, config, shift, factor, eps)   (storage-dtype chain)
+//  Block per row (128 threads, blockDim.x == kRmsNormVecThreads), the row staged in shared memory
+//  (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold); load4(i, v) reads
+//  elements 4i..4i+3 of the row as float into v, at(k) element k:
+//    block_torch_rms_norm_rstd(load4, n, eps)
+//    block_decomposed_inv_rms(at, n, config, shift, factor, eps)
+//    block_storage_rms_norm_rstd<T>(at, n, config, shift, factor, eps)   (storage-dtype chain)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
@@ -150,14 +151,18 @@ __device__ float half_warp_decomposed_inv_rms(const float (&x)[K][kLaneElements]
 
 // ---- block per row, the row in shared memory -------------------------------------------------------
 
-__device__ inline float block_torch_rms_norm_rstd(const float* row, int64_t n, float eps) {
+template <typename Load4>
+__device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
   __shared__ float warp_sums[kRmsNormVecThreads / 32];
   __shared__ float result;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   float s = 0.0f;
-  for (int64_t i = tid; i < n / 4; i += kRmsNormVecThreads)
+  for (int64_t i = tid; i < n / 4; i += kRmsNormVecThreads) {
+    float v[4];
+    load4(i, v);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) s = fma_rn(row[4 * i + k], row[4 * i + k], s);
+    for (int k = 0; k < 4; ++k) s = fma_rn(v[k], v[k], s);
+  }
   s = warp_sum_down(s);
   if (lane == 0) warp_sums[warp] = s;
   __syncthreads();
@@ -193,17 +198,21 @@ __device__ float block_mean_sum(Sq sq, int64_t n, const MeanReduceConfig& c, int
 }
 
 // The decomposed chain: squares in float, `shift` = (row * n) % 4.
-__device__ inline float block_decomposed_inv_rms(const float* row, int64_t n, const MeanReduceConfig& c, int shift,
-                                                 float factor, float eps) {
-  const auto sq = [row](int64_t k) { return mul_rn(row[k], row[k]); };
+template <typename At>
+__device__ float block_decomposed_inv_rms(At at, int64_t n, const MeanReduceConfig& c, int shift, float factor,
+                                          float eps) {
+  const auto sq = [at](int64_t k) {
+    const float v = at(k);
+    return mul_rn(v, v);
+  };
   return decomposed_inv_rms(block_mean_sum(sq, n, c, shift), factor, eps);
 }
 
 // The storage-dtype chain: squares rounded to T, `shift` = (row * n) % c.vec.
-template <typename T>
-__device__ float block_storage_rms_norm_rstd(const float* row, int64_t n, const MeanReduceConfig& c, int shift,
-                                             float factor, float eps) {
-  const auto sq = [row](int64_t k) { return storage_square<T>(row[k]); };
+template <typename T, typename At>
+__device__ float block_storage_rms_norm_rstd(At at, int64_t n, const MeanReduceConfig& c, int shift, float factor,
+                                             float eps) {
+  const auto sq = [at](int64_t k) { return storage_square<T>(at(k)); };
   return storage_rms_norm_rstd<T>(block_mean_sum(sq, n, c, shift), factor, eps);
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "common/arith.h"
@@ -170,13 +171,14 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
 }
 
 // Row staging for the norm kernels that keep a row in shared memory: a block of kThreads threads copies
-// the n elements of x to `row` as floats, VEC at a time. Each thread loads kStageBatch vectors before it
-// stores any, so that a block has up to kThreads * kStageBatch vector loads in flight (one at a time
-// left a row's HBM latency exposed once per vector; measured in docs/BENCHMARKS.md: faster for the
-// RMSNorm rows, slower for the fp32 norm rows, which stage one at a time). The caller synchronizes
-// before reading `row`.
-template <typename T, int kThreads, int VEC, int kStageBatch>
-__device__ __forceinline__ void stage_row(const T* x, float* row, int64_t n) {
+// the n elements of x to `row`, VEC at a time, as float (Staged = float) or bit for bit (Staged = T: half
+// the shared-memory bytes, whole-vector stores). Each thread loads kStageBatch vectors before it stores
+// any, so that a block has up to kThreads * kStageBatch vector loads in flight (one at a time left a row's
+// HBM latency exposed once per vector; measured in docs/BENCHMARKS.md: faster for the RMSNorm rows,
+// slower for the fp32 norm rows, which stage one at a time). The caller synchronizes before reading `row`.
+template <typename T, int kThreads, int VEC, int kStageBatch, typename Staged>
+__device__ __forceinline__ void stage_row(const T* x, Staged* row, int64_t n) {
+  static_assert(std::is_same_v<Staged, float> || std::is_same_v<Staged, T>, "staged as float or as T");
   constexpr int64_t kStride = int64_t(kThreads) * VEC;
   for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kStride * kStageBatch) {
     Pack<T, VEC> v[kStageBatch];
@@ -184,21 +186,25 @@ __device__ __forceinline__ void stage_row(const T* x, float* row, int64_t n) {
     for (int b = 0; b < kStageBatch; ++b)
       if (j0 + b * kStride < n) v[b].load(x + j0 + b * kStride);
 #pragma unroll
-    for (int b = 0; b < kStageBatch; ++b)
-      if (j0 + b * kStride < n) {
+    for (int b = 0; b < kStageBatch; ++b) {
+      if (j0 + b * kStride >= n) continue;
+      if constexpr (std::is_same_v<Staged, T>) {
+        v[b].store(row + j0 + b * kStride);
+      } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e) row[j0 + b * kStride + e] = Storage<T>::load(v[b].get(e));
       }
+    }
   }
 }
 
-// The launch of a norm kernel that stages a row of `cols` floats in dynamic shared memory and loops over
-// rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as `device` keeps resident, at most one
-// per row.
+// The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
+// shared memory and loops over rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as
+// `device` keeps resident, at most one per row.
 template <auto Kernel, typename... Args>
-void launch_staged_rows(int threads, int64_t rows, int64_t cols, int device, cudaStream_t stream,
+void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
                         const Args&... args) {
-  const size_t smem = size_t(cols) * sizeof(float);
+  const size_t smem = size_t(cols) * staged_bytes;
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
   const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);

@@ -2,7 +2,7 @@
 // ops/rope/ltx2_qknorm_split_rope.h.
 //
 // One block per token row of q or of k (persistent over the rows of both): the row of C = H * D
-// elements is read once into shared memory as float, its rstd is folded in F.rms_norm's order
+// elements is read once into shared memory (in T, 16-byte accesses), its rstd is folded in F.rms_norm's order
 // (cuda/rms_norm_rows.cuh: aten's 128-thread vectorized order, or its 512-thread generic Welford
 // order), then each thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes
 // them and their partners at i + D/2 (rounded to T as the chain's norm output is), loads VEC cos
@@ -23,7 +23,7 @@ namespace dfuse::detail {
 namespace {
 
 template <typename T, int VEC>
-__device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, const float* row, float inv,
+__device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, const T* row, float inv,
                                                 const uint32_t idx[3], int64_t h, int64_t i) {
   using S = Storage<T>;
   const RmsNormRowsParams& n = s.norm;
@@ -36,11 +36,13 @@ __device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, cons
   float c[VEC], sn[VEC];
   load_elems<float, VEC>(static_cast<const float*>(s.cos.data) + s.cos.offset(idx) + h * s.cos_head_stride + i, c);
   load_elems<float, VEC>(static_cast<const float*>(s.sin.data) + s.sin.offset(idx) + h * s.sin_head_stride + i, sn);
-  Pack<T, VEC> o1, o2;
+  Pack<T, VEC> v1, v2, o1, o2;
+  v1.load(row + e1);
+  v2.load(row + e2);
 #pragma unroll
   for (int e = 0; e < VEC; ++e) {
-    const float x1 = S::load(rms_norm_normalized<T>(n, row[e1 + e], inv, n.weight ? S::load(w1.get(e)) : 1.0f));
-    const float x2 = S::load(rms_norm_normalized<T>(n, row[e2 + e], inv, n.weight ? S::load(w2.get(e)) : 1.0f));
+    const float x1 = S::load(rms_norm_normalized<T>(n, S::load(v1.get(e)), inv, n.weight ? S::load(w1.get(e)) : 1.0f));
+    const float x2 = S::load(rms_norm_normalized<T>(n, S::load(v2.get(e)), inv, n.weight ? S::load(w2.get(e)) : 1.0f));
     const auto r = ltx2_split_rope_pair<T>(x1, x2, c[e], sn[e]);
     o1.set(e, r.even);
     o2.set(e, r.odd);
@@ -53,7 +55,8 @@ __device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, cons
 // Rows [0, rows of side 0) are side 0's tokens, the rest side 1's (`sides` = 1: side 0 only).
 template <typename T, int kThreads, int VEC>
 __global__ void __launch_bounds__(kThreads) ltx2_qknorm_split_rope_kernel(Ltx2QkNormSplitRopeParams p, int sides) {
-  extern __shared__ float row[];
+  extern __shared__ __align__(16) unsigned char staged[];
+  T* row = reinterpret_cast<T*>(staged);
   const uint32_t rows0 = uint32_t(p.side[0].norm.rows.geom.rows());
   const uint32_t rows = rows0 + (sides > 1 ? uint32_t(p.side[1].norm.rows.geom.rows()) : 0u);
   for (uint32_t g = blockIdx.x; g < rows; g += gridDim.x) {
@@ -64,12 +67,7 @@ __global__ void __launch_bounds__(kThreads) ltx2_qknorm_split_rope_kernel(Ltx2Qk
     uint32_t idx[3];
     s.norm.rows.geom.split(r, idx);
     const T* x = static_cast<const T*>(s.norm.rows.in[0].data) + s.norm.rows.in[0].offset(idx);
-    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
-      Pack<T, VEC> v;
-      v.load(x + j);
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) row[j + e] = Storage<T>::load(v.get(e));
-    }
+    stage_row<T, kThreads, VEC, 4>(x, row, n);
     __syncthreads();
     const float inv = block_rms_norm_row_inv<T, kThreads>(s.norm, row, r);
     const int64_t vecs_per_head = s.half / VEC, items = s.heads * vecs_per_head;
@@ -91,7 +89,7 @@ template <typename T, int kThreads, int VEC>
 void launch(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t stream) {
   auto kernel = ltx2_qknorm_split_rope_kernel<T, kThreads, VEC>;
   const int64_t cols = std::max(p.side[0].norm.rows.geom.cols, sides > 1 ? p.side[1].norm.rows.geom.cols : 0);
-  const size_t smem = size_t(cols) * sizeof(float);
+  const size_t smem = size_t(cols) * sizeof(T);
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
   const int64_t resident = int64_t(multiprocessor_count(p.side[0].norm.rows.device)) * std::max(per_sm, 1);
