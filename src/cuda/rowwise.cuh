@@ -52,10 +52,16 @@ struct Pack {
       w[e / 2] = (w[e / 2] & ~(0xFFFFu << shift)) | (uint32_t(v.bits) << shift);
     }
   }
+  // One access of the whole pack (p aligned to its size): 16, 8 or 4 bytes, or one 16-bit element.
   __device__ __forceinline__ void load(const T* p) {
     if constexpr (sizeof(T) * VEC == 16) {
       const uint4 q = *reinterpret_cast<const uint4*>(p);
       w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else if constexpr (sizeof(T) * VEC == 8) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    } else if constexpr (sizeof(T) * VEC == 4) {
+      w[0] = *reinterpret_cast<const uint32_t*>(p);
     } else {
       set(0, *p);
     }
@@ -63,6 +69,10 @@ struct Pack {
   __device__ __forceinline__ void store(T* p) const {
     if constexpr (sizeof(T) * VEC == 16) {
       *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (sizeof(T) * VEC == 8) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else if constexpr (sizeof(T) * VEC == 4) {
+      *reinterpret_cast<uint32_t*>(p) = w[0];
     } else {
       *p = get(0);
     }
