@@ -88,6 +88,22 @@ def test_silu_mul_large_magnitudes(dtype):
     check("silu_mul", (rand((4, 1001, 1024), dtype, 60.0), rand((4, 1001, 1024), dtype)))
 
 
+def every_value(dtype):
+    """[256, 256] holding every bit pattern of a 16-bit dtype once (NaNs, infinities, both zeros included)."""
+    return torch.arange(-32768, 32768, dtype=torch.int32, device="cuda").to(torch.int16).view(dtype).reshape(256, 256)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_silu_every_value(dtype):
+    # The kernels take SiLU's quotient from an estimate and check it (cuda/paired_silu.cuh): every input
+    # value of the dtype, through all three ops
+    a = every_value(dtype)
+    check("silu_mul", (a, rand(a.shape, dtype)))
+    check("silu_mul", (a, torch.ones_like(a)))
+    check("bias_silu", (a, rand(a.shape[-1:], dtype)))
+    check("bias_glu", (torch.cat([rand(a.shape, dtype), a], dim=-1),))
+
+
 # ---- bias_silu ----------------------------------------------------------------------------------------------
 
 

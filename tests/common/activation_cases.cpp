@@ -15,16 +15,18 @@ std::vector<int64_t> widened(std::vector<int64_t> sizes, int64_t factor) {
   return sizes;
 }
 
-// A view of `sizes` into rows of sizes.back() + c.row_pad elements, from element c.offset.
-TestTensor make_input(Device d, DType t, const ActivationCase& c, const std::vector<int64_t>& sizes,
-                      uint64_t seed) {
+// A view of `sizes` into rows of sizes.back() + c.row_pad elements, from element c.offset; with
+// `every_value`, c.every_value's bit patterns instead of random data.
+TestTensor make_input(Device d, DType t, const ActivationCase& c, const std::vector<int64_t>& sizes, uint64_t seed,
+                      bool every_value) {
   std::vector<int64_t> strides(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
     s *= (i + 1 == sizes.size()) ? sizes[i] + c.row_pad : sizes[i];
   }
-  return random_tensor(d, t, sizes, strides, c.offset, {seed, c.amplitude, c.specials});
+  return random_tensor(d, t, sizes, strides, c.offset,
+                       {.seed = seed, .amplitude = c.amplitude, .specials = c.specials, .every_bit_pattern = every_value});
 }
 
 TestTensor make_bias(Device d, DType t, const ActivationCase& c, std::vector<int64_t> sizes, uint64_t seed) {
@@ -51,6 +53,7 @@ std::vector<ActivationCase> small_activation_cases() {
       {.name = "specials_packed", .sizes = {2, 17, 72}, .packed = true, .specials = true},
       {.name = "in_place", .sizes = {2, 17, 72}, .in_place = true},
       {.name = "large_amplitude", .sizes = {1, 13, 256}, .amplitude = 60.0},
+      {.name = "every_value", .sizes = {256, 256}, .every_value = true},
   };
 }
 
@@ -75,13 +78,13 @@ std::string run_silu_mul_case(Device d, DType t, const ActivationCase& c, uint64
   TestTensor packed, a, b;
   TensorView av, bv;
   if (c.packed) {  // p = proj(x); a, b = p[..., :D], p[..., D:]
-    packed = make_input(d, t, c, widened(c.sizes, 2), seed);
+    packed = make_input(d, t, c, widened(c.sizes, 2), seed, c.every_value);
     const int64_t dim = c.sizes.back();
     av = packed.view.narrow(-1, 0, dim);
     bv = packed.view.narrow(-1, dim, dim);
   } else {
-    a = make_input(d, t, c, c.sizes, seed);
-    b = make_input(d, t, c, c.sizes, seed + 1);
+    a = make_input(d, t, c, c.sizes, seed, c.every_value);
+    b = make_input(d, t, c, c.sizes, seed + 1, false);
     av = a.view;
     bv = b.view;
   }
@@ -93,7 +96,7 @@ std::string run_silu_mul_case(Device d, DType t, const ActivationCase& c, uint64
 }
 
 std::string run_bias_silu_case(Device d, DType t, const ActivationCase& c, uint64_t seed) {
-  auto x = make_input(d, t, c, c.sizes, seed);
+  auto x = make_input(d, t, c, c.sizes, seed, c.every_value);
   // Per channel: the last dim channels last, dim 1 channel first ([C, 1, ...] right-aligned).
   std::vector<int64_t> bias_sizes = {c.sizes.back()};
   if (c.channel_first) {
@@ -112,7 +115,7 @@ std::string run_bias_silu_case(Device d, DType t, const ActivationCase& c, uint6
 
 std::string run_bias_glu_case(Device d, DType t, const ActivationCase& c, uint64_t seed) {
   if (c.channel_first || c.in_place) return "";  // channels-last rows only; out is half of x
-  auto x = make_input(d, t, c, widened(c.sizes, 2), seed);
+  auto x = make_input(d, t, c, widened(c.sizes, 2), seed, c.every_value);
   auto bias = make_bias(d, t, c, {2 * c.sizes.back()}, seed + 1);
   const TensorView* bias_view = c.no_bias ? nullptr : &bias.view;
   return compare_fused_with_eager(

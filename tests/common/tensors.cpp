@@ -49,6 +49,11 @@ TestTensor random_tensor(Device d, DType t, std::vector<int64_t> sizes, std::vec
   std::vector<uint8_t> host(size_t(n) * es);
   uint64_t s = r.seed * 0x2545F4914F6CDD1Dull + 7;
   for (int64_t i = 0; i < n; ++i) {
+    if (r.every_bit_pattern && es == 2) {
+      const uint16_t bits = uint16_t(i);
+      std::memcpy(host.data() + size_t(i) * es, &bits, es);
+      continue;
+    }
     double v;
     if (r.specials && (splitmix(s) % 97) == 0) {
       static const double kSpecial[] = {std::numeric_limits<double>::quiet_NaN(),

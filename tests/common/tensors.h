@@ -20,6 +20,9 @@ struct RandomSpec {
   uint64_t seed = 1;
   double amplitude = 1.0;  // values uniform in (-2a, 2a), zeros replaced
   bool specials = false;   // sprinkle NaN, +-Inf, -0 and denormal-ish values
+  // 16-bit dtypes: storage element i holds the bit pattern i % 65536 instead (every value of the
+  // dtype, NaNs, infinities and both zeros included); other dtypes are filled at random.
+  bool every_bit_pattern = false;
 };
 
 // Storage of `storage_elems` elements, filled at random; the view has `sizes`/`strides` from
