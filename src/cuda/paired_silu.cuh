@@ -1,34 +1,26 @@
 // SiLU of two 16-bit storage values packed in a 32-bit word (bf16x2, f16x2), each result the eager
-// chain's T(x / (1 + exp(-x))) (ops/activation/silu.h), for the activation kernels on packed pairs
-// (silu_mul, bias_silu, bias_glu; cuda/paired_arith.cuh holds the adds and multiplies around it).
+// chain's T(x / (1 + exp(-x))) bit for bit (silu_f, ops/activation/silu.h), for the activation kernels
+// on packed pairs (silu_mul, bias_silu, bias_glu; cuda/paired_arith.cuh holds the adds and multiplies
+// around it).
 //
-// silu_f spends most of its instructions on libdevice's expf and on an IEEE division (a dozen
-// instructions and a range check). Here an estimate of the quotient comes first:
-//   bf16: q = x * rcp(1 + __expf(-x))   (__expf: ex2.approx of x * log2(e), two instructions)
-//   f16:  q = x * rcp(1 + expf(-x))
-// (x * rcp(d) is div.approx.f32, at most 2 ulp from x / d for d in [2^-126, 2^126], PTX ISA).
-// Rounding a float to T is monotonic, so when the floats kSteps float steps below and above q round to
-// the same T, so does silu_f's quotient if it lies within kSteps steps of q, and that T is the result.
-// Otherwise (q near a rounding boundary of T: about 1 element in 500 for both types), for
-// quotients of magnitude below 2^-120 (tiny x, NaN), and for bf16 where x < -16, silu_f itself runs.
-// The distance: __expf(y) is within 2 + 1.173 |y| ulp of e^y and expf within 2 (CUDA C++ Programming
-// Guide, math function accuracy). For -16 <= x the two exps differ by at most 22.8 ulp, so the two
-// 1 + exp by at most 23.8 ulp of d (one rounding each; for x > 16 the exps are below 2^-23 and the sums
-// differ by that rounding at most), and with the division's 2.5 the two quotients by 26.3 * 2^-23 of
-// their value: at most 53 float steps, kSteps = 64. For f16 the two exps are the same and only the
-// division differs: 2.5 ulp, at most 5 steps, kSteps = 8. The GPU suite runs every bf16 and every f16
-// value through it (the every_value cases of the activation tests) against the eager chain.
+// silu_f's IEEE division ends in a branch to a slow path for operands near the ends of the float range,
+// which cuts a kernel's straight-line code into one block per element. Here the division is the
+// refinement nvcc's IEEE division runs on its fast path:
+//   r = rcp(d) (MUFU.RCP), r' = fma(r, fma(-d, r, 1), r), q = x * r', q' = fma(r', fma(-d, q, x), q)
+// whose q' is the correctly rounded quotient (Markstein) when no intermediate is subnormal or overflows.
+// With -69 <= x <= 2^126 and |x| >= 2^-100, d = 1 + exp(-x) lies in [1, 2^100] and every intermediate is
+// a normal float; outside that (and for NaN) the pair sets `fallback` and the caller runs silu_f. The
+// exponential is silu_f's own (libdevice expf). The GPU suite runs every bf16 and every f16 value through
+// it (the every_value cases of the activation tests) against the eager chain.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "common/arith.h"
 #include "cuda/paired_arith.cuh"
-#include "ops/activation/silu.h"
 
 namespace dfuse::detail {
 
@@ -46,26 +38,25 @@ struct PairedFloats<f16_t> {
   __device__ static float2 unpack(uint32_t w) { return __half22float2(PairedArith<f16_t>::v(w)); }
 };
 
-// silu_f(x), or a float that rounds to the same T (see above).
-template <typename T>
-__device__ __forceinline__ float silu_for_storage(float x) {
-  constexpr bool kExpEstimate = std::is_same_v<T, bf16_t>;
-  constexpr uint32_t kSteps = kExpEstimate ? 64 : 8;
-  const float d = add_rn(1.0f, kExpEstimate ? __expf(-x) : exp_f(-x));
-  const float q = __fdividef(x, d);
-  const uint32_t b = __float_as_uint(q);
-  const uint32_t ends = PairedFloats<T>::pack(__uint_as_float(b - kSteps), __uint_as_float(b + kSteps));
-  // Non-short-circuit ands: one predicate, no branch per test. Under the d < 2^126 bound of div.approx
-  // (x < -87 for f16), q is 0 or NaN (PTX ISA) and fails the magnitude test.
-  const bool settled = (!kExpEstimate || x >= -16.0f) & (fabsf(q) >= 0x1p-120f) & ((ends >> 16) == (ends & 0xFFFFu));
-  return settled ? q : silu_f(x);
+// silu_f(x) where x is in the range above (`in_range`), without a branch.
+__device__ __forceinline__ float silu_in_range(float x, bool& in_range) {
+  in_range = (x >= -69.0f) & (x <= 0x1p126f) & (fabsf(x) >= 0x1p-100f);
+  const float d = add_rn(1.0f, exp_f(-x));
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  r = fma_rn(r, fma_rn(-d, r, 1.0f), r);
+  const float q = mul_rn(x, r);
+  return fma_rn(r, fma_rn(-d, q, x), q);
 }
 
-// T(silu_f(x)) of both halves of x.
+// T(silu_f(x)) of both halves of x; sets `fallback` where an element is outside the range above.
 template <typename T>
-__device__ __forceinline__ uint32_t paired_silu(uint32_t x) {
+__device__ __forceinline__ uint32_t paired_silu(uint32_t x, bool& fallback) {
   const float2 v = PairedFloats<T>::unpack(x);
-  return PairedFloats<T>::pack(silu_for_storage<T>(v.x), silu_for_storage<T>(v.y));
+  bool lo_in, hi_in;
+  const float lo = silu_in_range(v.x, lo_in), hi = silu_in_range(v.y, hi_in);
+  fallback |= !(lo_in & hi_in);
+  return PairedFloats<T>::pack(lo, hi);
 }
 
 }  // namespace dfuse::detail

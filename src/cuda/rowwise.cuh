@@ -4,8 +4,9 @@
 // operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
 // that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
-// that the host kernel shares; an op whose chain is only adds and multiplies of storage values also gives
-// it on packed pairs of 16-bit elements (cuda/paired_arith.cuh), which the kernel then uses.
+// that the host kernel shares; an op may also give it on packed pairs of 16-bit elements (RowwisePair,
+// cuda/paired_arith.cuh), which the kernel then uses, redoing a vector by element where the pair form
+// falls back.
 // Measured variants and their numbers: docs/BENCHMARKS.md.
 #pragma once
 
@@ -115,9 +116,9 @@ constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loade
 
 // RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).
 template <typename Fn, typename T, int VEC, size_t... K>
-__device__ __forceinline__ uint32_t apply_rowwise_pair(const Pack<T, VEC> (&v)[sizeof...(K)], int w,
+__device__ __forceinline__ uint32_t apply_rowwise_pair(const Pack<T, VEC> (&v)[sizeof...(K)], int w, bool& fallback,
                                                        std::index_sequence<K...>) {
-  return RowwisePair<Fn>::apply(v[K].w[w]...);
+  return RowwisePair<Fn>::apply(fallback, v[K].w[w]...);
 }
 
 // fn applied to element e of every input's vector.
@@ -158,11 +159,15 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
   for (int u = 0; u < kRowwiseUnroll; ++u) {
     if (first + u * kStep >= cols) break;
     Pack<T, VEC> result;
+    // The element functor computes the vector without a pair form, or where the pair form falls back.
+    bool by_element = true;
     if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
+      by_element = false;
 #pragma unroll
       for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
-        result.w[w] = apply_rowwise_pair<Fn>(v[u], w, std::make_index_sequence<kInputs>{});
-    } else {
+        result.w[w] = apply_rowwise_pair<Fn>(v[u], w, by_element, std::make_index_sequence<kInputs>{});
+    }
+    if (by_element) {
 #pragma unroll
       for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
     }

@@ -13,14 +13,16 @@ namespace dfuse::detail {
 template <typename T>
 struct RowwisePair<Glu<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t h, uint32_t g) { return PairedArith<T>::mul(h, paired_silu<T>(g)); }
+  __device__ static uint32_t apply(bool& fallback, uint32_t h, uint32_t g) {
+    return PairedArith<T>::mul(h, paired_silu<T>(g, fallback));
+  }
 };
 template <typename T>
 struct RowwisePair<BiasGlu<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t h, uint32_t g, uint32_t bias_h, uint32_t bias_g) {
+  __device__ static uint32_t apply(bool& fallback, uint32_t h, uint32_t g, uint32_t bias_h, uint32_t bias_g) {
     using A = PairedArith<T>;
-    return RowwisePair<Glu<T>>::apply(A::add(h, bias_h), A::add(g, bias_g));
+    return RowwisePair<Glu<T>>::apply(fallback, A::add(h, bias_h), A::add(g, bias_g));
   }
 };
 

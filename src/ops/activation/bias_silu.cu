@@ -11,8 +11,8 @@ namespace dfuse::detail {
 template <typename T>
 struct RowwisePair<BiasSilu<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t x, uint32_t bias) {
-    return paired_silu<T>(PairedArith<T>::add(x, bias));
+  __device__ static uint32_t apply(bool& fallback, uint32_t x, uint32_t bias) {
+    return paired_silu<T>(PairedArith<T>::add(x, bias), fallback);
   }
 };
 

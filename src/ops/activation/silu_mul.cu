@@ -11,7 +11,9 @@ namespace dfuse::detail {
 template <typename T>
 struct RowwisePair<SiluMul<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t a, uint32_t b) { return PairedArith<T>::mul(paired_silu<T>(a), b); }
+  __device__ static uint32_t apply(bool& fallback, uint32_t a, uint32_t b) {
+    return PairedArith<T>::mul(paired_silu<T>(a, fallback), b);
+  }
 };
 
 DFUSE_REGISTER_ENTRY(cuda, "silu_mul", &rowwise_cuda_entry<SiluMul>);

@@ -10,7 +10,7 @@ namespace dfuse::detail {
 template <typename T>
 struct RowwisePair<ModulateScaleShift<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t x, uint32_t scale, uint32_t shift) {
+  __device__ static uint32_t apply(bool& /*fallback*/, uint32_t x, uint32_t scale, uint32_t shift) {
     using A = PairedArith<T>;
     return A::add(A::mul(x, A::add(A::kOnes, scale)), shift);
   }

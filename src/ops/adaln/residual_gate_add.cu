@@ -10,7 +10,7 @@ namespace dfuse::detail {
 template <typename T>
 struct RowwisePair<ResidualGateAdd<T>> {
   static constexpr bool kDefined = sizeof(T) == 2;
-  __device__ static uint32_t apply(uint32_t residual, uint32_t gate, uint32_t update) {
+  __device__ static uint32_t apply(bool& /*fallback*/, uint32_t residual, uint32_t gate, uint32_t update) {
     using A = PairedArith<T>;
     return A::add(residual, A::mul(gate, update));
   }
