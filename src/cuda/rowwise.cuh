@@ -20,6 +20,7 @@
 #include "common/arith.h"
 #include "common/dispatch.h"
 #include "common/rows.h"
+#include "common/uint_divider.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/paired_arith.cuh"
@@ -128,36 +129,60 @@ __device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)
   return fn(v[K].get(e)...);
 }
 
+// The block-uniform index arithmetic of rowwise_kernel by multiply and shift (uint_divider.h), set at
+// launch: block b covers column block b % blocks_per_row of row b / blocks_per_row, and row r has the
+// outer indices of RowGeometry::split.
+struct RowwiseGrid {
+  UintDivider blocks_per_row, outer2, outer1;
+
+  __device__ __forceinline__ uint32_t row_and_column_block(uint32_t b, uint32_t& column_block) const {
+    const uint32_t row = blocks_per_row.div(b);
+    column_block = blocks_per_row.mod(b, row);
+    return row;
+  }
+  __device__ __forceinline__ void split(uint32_t r, uint32_t idx[3]) const {
+    const uint32_t q = outer2.div(r);
+    idx[2] = outer2.mod(r, q);
+    idx[0] = outer1.div(q);
+    idx[1] = outer1.mod(q, idx[0]);
+  }
+};
+
 // Block b covers column block b % blocks_per_row of row b / blocks_per_row, a block being
 // kRowwiseUnroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
 // in row-major order, the order the tensors are laid out in, and each thread has kRowwiseUnroll
 // 16-byte loads of every input in flight. The grid is bounded by 2^31 blocks.
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, uint32_t blocks_per_row) {
+__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, RowwiseGrid grid) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
   constexpr int kStep = kRowwiseThreads * VEC;
-  const uint32_t row = blockIdx.x / blocks_per_row;
-  const int64_t first = int64_t(blockIdx.x - row * blocks_per_row) * (kStep * kRowwiseUnroll) + int64_t(threadIdx.x) * VEC;
+  uint32_t column_block;
+  const uint32_t row = grid.row_and_column_block(blockIdx.x, column_block);
+  const int64_t first = int64_t(column_block) * (kStep * kRowwiseUnroll) + int64_t(threadIdx.x) * VEC;
   const int64_t cols = p.geom.cols;
   if (first >= cols) return;
+  // This thread's vectors inside the row (kStep is a power of two: a shift).
+  const int vectors = int(std::min<int64_t>(kRowwiseUnroll, (cols - first + kStep - 1) / kStep));
   uint32_t idx[3];
-  p.geom.split(row, idx);
+  grid.split(row, idx);
   Pack<T, VEC> v[kRowwiseUnroll][kInputs];
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) {
     const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
+    if (p.in[k].col_stride == 0) {
+      const T value = in[0];
 #pragma unroll
-    for (int u = 0; u < kRowwiseUnroll; ++u) {
-      if (p.in[k].col_stride == 0)
-        v[u][k].fill(in[0]);
-      else if (first + u * kStep < cols)
-        v[u][k].load(in + first + u * kStep);
+      for (int u = 0; u < kRowwiseUnroll; ++u) v[u][k].fill(value);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kRowwiseUnroll; ++u)
+        if (u < vectors) v[u][k].load(in + first + u * kStep);
     }
   }
   T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
   for (int u = 0; u < kRowwiseUnroll; ++u) {
-    if (first + u * kStep >= cols) break;
+    if (u >= vectors) break;
     Pack<T, VEC> result;
     // The element functor computes the vector without a pair form, or where the pair form falls back.
     bool by_element = true;
@@ -181,7 +206,10 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
   const int64_t blocks = p.geom.rows() * blocks_per_row;
-  rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, uint32_t(blocks_per_row));
+  // Every divisor and numerator is below 2^31 (rows and blocks are).
+  const RowwiseGrid grid{UintDivider(uint32_t(blocks_per_row)), UintDivider(uint32_t(p.geom.outer[2])),
+                         UintDivider(uint32_t(p.geom.outer[1]))};
+  rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, grid);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
