@@ -79,57 +79,30 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   r.store(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
-// With 16-byte vectors the block keeps two staged rows: the next row's copy (stage_row_async) is in
-// flight while the current one is reduced and written.
-template <typename T, int VEC>
-constexpr bool rms_norm_rows_prefetch() {
-  return VEC * sizeof(T) == 16;
-}
-
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
-  constexpr bool kPrefetch = rms_norm_rows_prefetch<T, VEC>();
+  T* row = reinterpret_cast<T*>(staged);
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
-  T* const buffers[2] = {reinterpret_cast<T*>(staged), reinterpret_cast<T*>(staged) + (kPrefetch ? n : 0)};
-  const auto x_of_row = [&p](uint32_t r) {
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-  };
-  if constexpr (kPrefetch) {
-    if (blockIdx.x < rows) stage_row_async<T, kThreads>(x_of_row(blockIdx.x), buffers[0], n);
-  }
-  int buffer = 0;
-  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x, buffer ^= 1) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
-    T* const row = buffers[buffer];
-    if constexpr (kPrefetch) {
-      if (r + gridDim.x < rows) {  // rows < 2^31: no wrap
-        stage_row_async<T, kThreads>(x_of_row(r + gridDim.x), buffers[buffer ^ 1], n);
-        wait_staged_rows<1>();
-      } else {
-        wait_staged_rows<0>();
-      }
-    } else {
-      stage_row<T, kThreads, VEC, 4>(x_of_row(r), row, n);
-    }
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    stage_row<T, kThreads, VEC, 4>(x, row, n);
     __syncthreads();
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
       rms_norm_rows_epilogue<T, VEC>(p, epi, row, inv, idx, j, std::make_index_sequence<kOperands>{});
-    __syncthreads();  // the row after next is staged into this buffer
+    __syncthreads();  // the next row overwrites the staged one
   }
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  constexpr size_t kStagedBytes = (rms_norm_rows_prefetch<T, VEC>() ? 2 : 1) * sizeof(T);
   launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   kStagedBytes, p.rows.device, stream, p, epi);
+                                                                   sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

@@ -241,25 +241,6 @@ __device__ __forceinline__ void stage_row(const T* x, Staged* row, int64_t n) {
   }
 }
 
-// Asynchronous row staging, bit for bit, in 16-byte copies that bypass the registers (cp.async): the
-// block's threads issue the copies of the n elements of x into `row` (both 16-byte aligned, n a whole
-// number of 16-byte vectors) and commit them as one group per thread; wait_staged_rows<N> waits until at
-// most the N youngest groups are in flight. The caller synchronizes the block before reading `row`.
-template <typename T, int kThreads>
-__device__ __forceinline__ void stage_row_async(const T* x, T* row, int64_t n) {
-  constexpr int kVec = 16 / sizeof(T);
-  for (int64_t j = int64_t(threadIdx.x) * kVec; j < n; j += int64_t(kThreads) * kVec) {
-    const auto dst = uint32_t(__cvta_generic_to_shared(row + j));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(x + j) : "memory");
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-template <int kYoungest>
-__device__ __forceinline__ void wait_staged_rows() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kYoungest) : "memory");
-}
-
 // The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
 // shared memory and loops over rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as
 // `device` keeps resident, at most one per row.
@@ -267,10 +248,6 @@ template <auto Kernel, typename... Args>
 void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
                         const Args&... args) {
   const size_t smem = size_t(cols) * staged_bytes;
-  // Past the default 48 KB of dynamic shared memory the kernel opts in (up to the device's limit; a row
-  // beyond that fails the launch with the CUDA error).
-  if (smem > 48 * 1024)
-    DFUSE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
   const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);

@@ -66,8 +66,8 @@ std::vector<RmsNormCase> small_rmsnorm_cases() {
       // step with 512 lanes.
       {.name = "three_rows_head_alignment_256_lanes", .B = 1, .S = 3, .D = 1030, .mode = ModulationMode::per_token},
       {.name = "one_row_tail_512_lanes", .B = 1, .S = 1, .D = 4102, .mode = ModulationMode::chunk6},
-      // More rows than the GPU keeps blocks resident: each block stages several rows, the next one while
-      // it computes the current (cuda/rms_norm_rows.cuh), in place too.
+      // More rows than the GPU keeps blocks resident: each block stages several rows one after another
+      // (cuda/rms_norm_rows.cuh), in place too.
       {.name = "many_rows_per_block", .B = 2, .S = 3001, .D = 64, .mode = ModulationMode::chunk6},
       {.name = "many_rows_per_block_in_place", .B = 1, .S = 5003, .D = 128, .mode = ModulationMode::per_token,
        .in_place = true},
