@@ -1,6 +1,6 @@
 // The CUDA kernel behind the RMSNorm + epilogue ops (parameters and host twin:
 // ops/norm/rmsnorm_rows.h). One block per row, persistent over rows: the row of x is read once from
-// HBM with VEC-element vectors (16 bytes when every row operand allows) into shared memory as float,
+// HBM with VEC-element vectors (16 bytes when every row operand allows) into shared memory bit for bit (in T),
 // the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
 // aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
 // in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
