@@ -96,12 +96,14 @@ def every_value(dtype):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_silu_every_value(dtype):
     # The kernels divide without IEEE division's range branch and fall back outside a range
-    # (cuda/paired_silu.cuh): every input value of the dtype, through all three ops
+    # (cuda/paired_silu.cuh): every value of the dtype as silu_mul's a and bias_glu's g (no bias); bias_silu
+    # adds its bias first
     a = every_value(dtype)
     check("silu_mul", (a, rand(a.shape, dtype)))
     check("silu_mul", (a, torch.ones_like(a)))
     check("bias_silu", (a, rand(a.shape[-1:], dtype)))
     check("bias_glu", (torch.cat([rand(a.shape, dtype), a], dim=-1),))
+    check("bias_glu", (torch.cat([a, rand(a.shape, dtype)], dim=-1), rand((2 * a.shape[-1],), dtype)))
 
 
 # ---- bias_silu ----------------------------------------------------------------------------------------------

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "dfuse/core/dtype.h"
+#include "dfuse/core/error.h"
 
 namespace dfuse::detail {
 
@@ -15,6 +17,8 @@ class UintDivider {
  public:
   UintDivider() = default;
   explicit UintDivider(uint32_t d) : d_(d) {
+    if (d == 0 || d > (uint32_t(1) << 31))
+      throw InvalidArgument("UintDivider: divisor " + std::to_string(d) + " outside [1, 2^31]");
     while (s_ < 31 && (uint32_t(1) << s_) < d) ++s_;
     m_ = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s_) - d)) / d + 1);
   }

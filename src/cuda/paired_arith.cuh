@@ -58,8 +58,8 @@ struct PairedArith {
 // A row-wise functor Op<T>'s arithmetic on word pairs, where the chain allows it (see above): an op
 // specializes RowwisePair<Op<T>> with `static uint32_t apply(bool& fallback, uint32_t...)` taking one
 // word of each input in the functor's argument order; it sets `fallback` where its result may differ
-// from the functor's (the kernel then runs the functor on those elements). Unspecialized: the
-// element-wise functor runs.
+// from the functor's (the kernel then recomputes that whole vector with the functor). Unspecialized:
+// the element-wise functor runs.
 template <typename Fn>
 struct RowwisePair {
   static constexpr bool kDefined = false;

@@ -9,8 +9,8 @@
 //   r = rcp(d) (MUFU.RCP), r' = fma(r, fma(-d, r, 1), r), q = x * r', q' = fma(r', fma(-d, q, x), q)
 // whose q' is the correctly rounded quotient (Markstein) when no intermediate is subnormal or overflows.
 // With -69 <= x <= 2^126 and |x| >= 2^-100, d = 1 + exp(-x) lies in [1, 2^100] and every intermediate is
-// a normal float; outside that (and for NaN) the pair sets `fallback` and the caller runs silu_f. The
-// exponential is silu_f's own (libdevice expf). The GPU suite runs every bf16 and every f16 value through
+// a normal float or an exact zero (the FMAs do not flush); outside that (and for NaN, infinities and zeros)
+// the pair sets `fallback` and the caller runs silu_f. d is silu_f's own (silu_denominator). The GPU suite runs every bf16 and every f16 value through
 // it (the every_value cases of the activation tests) against the eager chain.
 #pragma once
 
@@ -21,6 +21,7 @@
 
 #include "common/arith.h"
 #include "cuda/paired_arith.cuh"
+#include "ops/activation/silu.h"
 
 namespace dfuse::detail {
 
@@ -41,7 +42,7 @@ struct PairedFloats<f16_t> {
 // silu_f(x) where x is in the range above (`in_range`), without a branch.
 __device__ __forceinline__ float silu_in_range(float x, bool& in_range) {
   in_range = (x >= -69.0f) & (x <= 0x1p126f) & (fabsf(x) >= 0x1p-100f);
-  const float d = add_rn(1.0f, exp_f(-x));
+  const float d = silu_denominator(x);
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
   r = fma_rn(r, fma_rn(-d, r, 1.0f), r);

@@ -22,9 +22,9 @@ struct ActivationCase {
   int64_t offset = 0;          // inputs start this many elements into their storage (misaligned)
   bool specials = false;       // NaN / Inf / -0 / tiny values in the inputs
   bool in_place = false;       // out is a (silu_mul) or x (bias_silu); bias_glu never runs in place
-  // 16-bit dtypes: silu_mul's a (or the packed projection), bias_silu's x and bias_glu's x hold every
-  // bit pattern (RandomSpec), so with 65536 elements in a, silu_mul's SiLU sees every input value;
-  // bias_silu and bias_glu add a random bias first
+  // 16-bit dtypes: silu_mul's a (or its packed projection), bias_silu's x and bias_glu's x hold the bit
+  // pattern of their storage index (RandomSpec): with one contiguous row of 65536 elements in a, every
+  // value of the dtype reaches silu_mul's SiLU (and bias_glu's, without a bias)
   bool every_value = false;
   double amplitude = 1.0;
 };

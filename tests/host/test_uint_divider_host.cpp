@@ -1,5 +1,5 @@
 // UintDivider (src/common/uint_divider.h) against the / operator: every small divisor with numerators
-// around its multiples, powers of two and their neighbours, and random pairs up to 2^31.
+// around its multiples, powers of two and their neighbours, and random pairs up to 2^31; its range check.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/uint_divider.h"
+#include "dfuse/core/error.h"
 
 namespace dfuse::detail {
 namespace {
@@ -38,10 +39,17 @@ TEST(UintDivider, PowersOfTwoAndNeighbours) {
       if (n < (uint32_t(1) << 31)) expect_divides(d, n);
 }
 
+TEST(UintDivider, RejectsDivisorsOutsideItsRange) {
+  EXPECT_THROW(UintDivider(0), InvalidArgument);
+  EXPECT_THROW(UintDivider((uint32_t(1) << 31) + 1), InvalidArgument);
+  EXPECT_NO_THROW(UintDivider(uint32_t(1) << 31));
+}
+
 TEST(UintDivider, RandomPairs) {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 2000000; ++i) {
-    const uint32_t d = uint32_t(rng() % (uint64_t(1) << (1 + rng() % 31))) + 1;
+    const int bits = 1 + int(rng() % 31);
+    const uint32_t d = uint32_t(rng() % (uint64_t(1) << bits)) + 1;
     const uint32_t n = uint32_t(rng() % (uint64_t(1) << 31));
     expect_divides(d, n);
   }

@@ -8,6 +8,9 @@
 
 namespace dfuse::detail {
 
-DFUSE_HD float silu_f(float x) { return div_rn(x, add_rn(1.0f, exp_f(-x))); }
+// 1 + exp(-x), SiLU's divisor (also cuda/paired_silu.cuh's).
+DFUSE_HD float silu_denominator(float x) { return add_rn(1.0f, exp_f(-x)); }
+
+DFUSE_HD float silu_f(float x) { return div_rn(x, silu_denominator(x)); }
 
 }  // namespace dfuse::detail

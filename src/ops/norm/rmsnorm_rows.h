@@ -17,7 +17,7 @@
 
 namespace dfuse::detail {
 
-constexpr int64_t kRmsNormMaxCols = 8192;  // the CUDA kernel stages a row of floats in shared memory
+constexpr int64_t kRmsNormMaxCols = 8192;  // the CUDA kernel stages a row in shared memory
 
 struct RmsNormRowsParams {
   RowwiseParams rows;             // in[0] = x (normalized), in[1..] = the epilogue's operands

@@ -44,7 +44,8 @@ __device__ ResidualNormStats block_residual_norm_stats(const ScaleResidualNormPa
     return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
   } else {
     static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
-    if (p.norm == ResidualNormKind::rms_norm) return {0.0f, block_torch_rms_norm_rstd(staged_float_chunks(row), n, p.eps)};
+    if (p.norm == ResidualNormKind::rms_norm)
+      return {0.0f, block_torch_rms_norm_rstd(staged_float_chunks(row), n, p.eps)};
     const LayerNormStats s = block_layer_norm_stats_vectorized(staged_float_chunks(row), n);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }

@@ -2,9 +2,9 @@
 // ops/rope/ltx2_qknorm_split_rope.h.
 //
 // One block per token row of q or of k (persistent over the rows of both): the row of C = H * D
-// elements is read once into shared memory (in T, 16-byte accesses), its rstd is folded in F.rms_norm's order
-// (cuda/rms_norm_rows.cuh: aten's 128-thread vectorized order, or its 512-thread generic Welford
-// order), then each thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes
+// elements is read once into shared memory (in T, whole VEC-element accesses), its rstd is folded in
+// F.rms_norm's order (cuda/rms_norm_rows.cuh: aten's 128-thread vectorized order, or its 512-thread
+// generic Welford order), then each thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes
 // them and their partners at i + D/2 (rounded to T as the chain's norm output is), loads VEC cos
 // and sin values of (b, h, s), and writes both halves once. The row is staged before any output is
 // written, so in place is safe. VEC = 16 bytes of T when D/2 is a multiple of it and every row
