@@ -30,11 +30,15 @@ template <>
 struct PairedType<bf16_t> {
   using V = __nv_bfloat162;
   static constexpr uint32_t kOnes = 0x3F803F80u;
+  __device__ static float2 floats(V v) { return __bfloat1622float2(v); }
+  __device__ static V rounded(float a, float b) { return __floats2bfloat162_rn(a, b); }
 };
 template <>
 struct PairedType<f16_t> {
   using V = __half2;
   static constexpr uint32_t kOnes = 0x3C003C00u;
+  __device__ static float2 floats(V v) { return __half22float2(v); }
+  __device__ static V rounded(float a, float b) { return __floats2half2_rn(a, b); }
 };
 
 template <typename T>
@@ -53,6 +57,9 @@ struct PairedArith {
   }
   __device__ static uint32_t add(uint32_t a, uint32_t b) { return w(__hadd2_rn(v(a), v(b))); }
   __device__ static uint32_t mul(uint32_t a, uint32_t b) { return w(__hmul2_rn(v(a), v(b))); }
+  // Both halves as floats, and two floats rounded to T and packed (a in the low half).
+  __device__ static float2 unpack(uint32_t a) { return PairedType<T>::floats(v(a)); }
+  __device__ static uint32_t pack(float a, float b) { return w(PairedType<T>::rounded(a, b)); }
 };
 
 // A row-wise functor Op<T>'s arithmetic on word pairs, where the chain allows it (see above): an op

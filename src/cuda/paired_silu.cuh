@@ -9,13 +9,11 @@
 //   r = rcp(d) (MUFU.RCP), r' = fma(r, fma(-d, r, 1), r), q = x * r', q' = fma(r', fma(-d, q, x), q)
 // whose q' is the correctly rounded quotient (Markstein) when no intermediate is subnormal or overflows.
 // With -69 <= x <= 2^126 and |x| >= 2^-100, d = 1 + exp(-x) lies in [1, 2^100] and every intermediate is
-// a normal float or an exact zero (the FMAs do not flush); outside that (and for NaN, infinities and zeros)
-// the pair sets `fallback` and the caller runs silu_f. d is silu_f's own (silu_denominator). The GPU suite runs every bf16 and every f16 value through
-// it (the every_value cases of the activation tests) against the eager chain.
+// a normal float or an exact zero (the FMAs do not flush); outside that (and for NaN, infinities and
+// zeros) the pair sets `fallback` and the caller runs silu_f. d is silu_f's own (silu_denominator). The
+// GPU suite runs every bf16 and every f16 value through it (the every_value cases of the activation
+// tests) against the eager chain.
 #pragma once
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <cstdint>
 
@@ -24,20 +22,6 @@
 #include "ops/activation/silu.h"
 
 namespace dfuse::detail {
-
-// Two floats rounded to T and packed (a in the low half), and the reverse.
-template <typename T>
-struct PairedFloats;
-template <>
-struct PairedFloats<bf16_t> {
-  __device__ static uint32_t pack(float a, float b) { return PairedArith<bf16_t>::w(__floats2bfloat162_rn(a, b)); }
-  __device__ static float2 unpack(uint32_t w) { return __bfloat1622float2(PairedArith<bf16_t>::v(w)); }
-};
-template <>
-struct PairedFloats<f16_t> {
-  __device__ static uint32_t pack(float a, float b) { return PairedArith<f16_t>::w(__floats2half2_rn(a, b)); }
-  __device__ static float2 unpack(uint32_t w) { return __half22float2(PairedArith<f16_t>::v(w)); }
-};
 
 // silu_f(x) where x is in the range above (`in_range`), without a branch.
 __device__ __forceinline__ float silu_in_range(float x, bool& in_range) {
@@ -53,11 +37,11 @@ __device__ __forceinline__ float silu_in_range(float x, bool& in_range) {
 // T(silu_f(x)) of both halves of x; sets `fallback` where an element is outside the range above.
 template <typename T>
 __device__ __forceinline__ uint32_t paired_silu(uint32_t x, bool& fallback) {
-  const float2 v = PairedFloats<T>::unpack(x);
+  const float2 v = PairedArith<T>::unpack(x);
   bool lo_in, hi_in;
   const float lo = silu_in_range(v.x, lo_in), hi = silu_in_range(v.y, hi_in);
   fallback |= !(lo_in & hi_in);
-  return PairedFloats<T>::pack(lo, hi);
+  return PairedArith<T>::pack(lo, hi);
 }
 
 }  // namespace dfuse::detail
