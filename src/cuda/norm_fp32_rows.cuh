@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
                                                p.weight ? S::load(w.get(e)) : 1.0f, p.bias ? S::load(c.get(e)) : 0.0f);
         o.set(e, epi(normed, a.get(e), b.get(e)));
       }
-      o.store(out + j);
+      o.store_global(out + j);
     }
     __syncthreads();  // the next row overwrites the staged one
   }

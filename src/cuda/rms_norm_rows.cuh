@@ -76,7 +76,7 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
     const T y = rms_norm_normalized<T>(p, S::load(x.get(e)), inv, p.weight ? S::load(w.get(e)) : 1.0f);
     r.set(e, epi(y, in[K].get(e)...));
   }
-  r.store(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
+  r.store_global(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>

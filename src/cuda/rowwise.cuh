@@ -24,6 +24,7 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/paired_arith.cuh"
+#include "cuda/vector_io.cuh"
 #include "dfuse/core/device.h"
 #include "dfuse/core/error.h"
 
@@ -79,6 +80,14 @@ struct Pack {
       *p = get(0);
     }
   }
+  // The same to global memory, a 16-byte pack as one st.global.v4 (cuda/vector_io.cuh).
+  __device__ __forceinline__ void store_global(T* p) const {
+    if constexpr (sizeof(T) * VEC == 16) {
+      store_global_16(p, make_uint4(w[0], w[1], w[2], w[3]));
+    } else {
+      store(p);
+    }
+  }
   __device__ __forceinline__ void fill(T v) {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) set(e, v);
@@ -99,7 +108,7 @@ __device__ __forceinline__ void load_as_floats(const E* p, float (&out)[N]) {
   }
 }
 
-// N consecutive elements of E copied bit for bit, in 16-byte accesses (both 16-byte aligned).
+// N consecutive elements of E copied bit for bit to global memory, in 16-byte accesses (both 16-byte aligned).
 template <int N, typename E>
 __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
   constexpr int kVec = 16 / sizeof(E);
@@ -108,7 +117,7 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
   for (int h = 0; h < N / kVec; ++h) {
     Pack<E, kVec> v;
     v.load(src + h * kVec);
-    v.store(dst + h * kVec);
+    v.store_global(dst + h * kVec);
   }
 }
 
@@ -196,7 +205,7 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
 #pragma unroll
       for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
     }
-    result.store(out + first + u * kStep);
+    result.store_global(out + first + u * kStep);
   }
 }
 

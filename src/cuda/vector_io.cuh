@@ -10,6 +10,13 @@
 
 namespace dfuse::detail {
 
+// One 16-byte store to global memory (p 16-byte aligned) as a single st.global.v4: NVVM splits some plain
+// 16-byte stores into four 4-byte stores spread through a kernel's computation (SASS of the row-wise,
+// RMSNorm, QK-norm and RoPE kernels), four store instructions where one serves.
+__device__ __forceinline__ void store_global_16(void* p, uint4 q) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w) : "memory");
+}
+
 template <typename U, int VEC>
 __device__ __forceinline__ void load_elems(const U* p, U (&v)[VEC]) {
   if constexpr (sizeof(U) * VEC % 16 == 0) {
@@ -24,6 +31,7 @@ __device__ __forceinline__ void load_elems(const U* p, U (&v)[VEC]) {
   }
 }
 
+// To global memory.
 template <typename U, int VEC>
 __device__ __forceinline__ void store_elems(U* p, const U (&v)[VEC]) {
   if constexpr (sizeof(U) * VEC % 16 == 0) {
@@ -31,7 +39,7 @@ __device__ __forceinline__ void store_elems(U* p, const U (&v)[VEC]) {
     for (int i = 0; i < int(sizeof(U) * VEC / 16); ++i) {
       uint4 q;
       memcpy(&q, reinterpret_cast<const char*>(v) + 16 * i, 16);
-      reinterpret_cast<uint4*>(p)[i] = q;
+      store_global_16(reinterpret_cast<uint4*>(p) + i, q);
     }
   } else {
 #pragma unroll

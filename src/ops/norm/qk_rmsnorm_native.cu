@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
           const float w = n.weight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
           y.set(e, rms_norm_normalized<T>(n, v[k][h * kVec + e], inv, w));
         }
-        y.store(out + 128 * k + h * kVec);
+        y.store_global(out + 128 * k + h * kVec);
       }
   }
 }

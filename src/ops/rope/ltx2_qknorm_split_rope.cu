@@ -48,8 +48,8 @@ __device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, cons
     o2.set(e, r.odd);
   }
   T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx);
-  o1.store(out + e1);
-  o2.store(out + e2);
+  o1.store_global(out + e1);
+  o2.store_global(out + e2);
 }
 
 // Rows [0, rows of side 0) are side 0's tokens, the rest side 1's (`sides` = 1: side 0 only).

@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRop
         result[e / kVec].set(e % kVec, r);
       }
 #pragma unroll
-      for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store(out + 128 * k + h * kVec);
+      for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store_global(out + 128 * k + h * kVec);
     }
     if (p.copies) {
       const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;

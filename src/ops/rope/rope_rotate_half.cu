@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kRopeThreads)
       const uint32_t col = uint32_t(p.rot_dim) + (unit - pair_items) * VEC;
       Pack<T, VEC> v;
       v.load(x + col);
-      v.store(out + col);
+      v.store_global(out + col);
       continue;
     }
     const uint32_t col = unit * VEC;
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(kRopeThreads)
       r_lo.set(e, rotate_half_element<T, M>(x1, -x2, Storage<Table>::load(c_lo[e]), Storage<Table>::load(s_lo[e])));
       r_hi.set(e, rotate_half_element<T, M>(x2, x1, Storage<Table>::load(c_hi[e]), Storage<Table>::load(s_hi[e])));
     }
-    r_lo.store(out + col);
-    r_hi.store(out + col + half);
+    r_lo.store_global(out + col);
+    r_hi.store_global(out + col + half);
   }
 }
 
