@@ -24,14 +24,6 @@ __device__ Chunk4<T> load_chunk4(const T* row, int64_t i, int64_t cs, bool vec) 
   return {{row[4 * i], row[4 * i + 1], row[4 * i + 2], row[4 * i + 3]}};
 }
 
-// The chunk reader of the statistics below over a row staged as float: load4(i, v) puts elements 4i..4i+3 in v.
-__device__ __forceinline__ auto staged_float_chunks(const float* row) {
-  return [row](int64_t i, float v[4]) {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = row[4 * i + k];
-  };
-}
-
 // The block part of the vectorized kernel's reduction: `s` is this thread's fold of its chunks
 // (thread t: chunks t, t+128, ..., elements in order).
 __device__ inline LayerNormStats block_layer_norm_reduce_vectorized(WelfordVec s, int64_t n) {

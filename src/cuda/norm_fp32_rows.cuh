@@ -1,7 +1,7 @@
 // The CUDA kernel behind the request-gated norm + epilogue ops with fp32 internals (parameters,
 // arithmetic and host twin: ops/norm/norm_fp32_rows.h). One block per row, persistent over rows:
 // the row of x is read once from HBM with VEC-element vectors (16 bytes when every row operand,
-// the weight and the bias allow) into shared memory as float, the statistics are folded from there
+// the weight and the bias allow) into shared memory (in T, bit for bit), the statistics are folded from there
 // in the eager chain's order (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh), then each thread
 // produces VEC outputs at a time from the staged row, the weight, the bias and the epilogue's two
 // operands (a per-row value when its column stride is 0), and writes them once. Blocks have aten's
@@ -26,20 +26,20 @@
 namespace dfuse::detail {
 
 // The row's statistics from the staged row, by the whole block (kThreads: the statistics' block).
-template <int kThreads>
-__device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, const float* row, uint32_t r) {
+template <int kThreads, typename T>
+__device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, const T* row, uint32_t r) {
   const int64_t n = p.rows.geom.cols;
   if constexpr (kThreads == kLayerNormMomentsThreads) {
-    const LayerNormStats s = block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n);
+    const LayerNormStats s = block_layer_norm_stats_generic(staged_element(row), n);
     if (p.stats == Fp32NormStats::layer_norm) return {s.mean, layer_norm_rstd(s.var, p.eps)};
     return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
   } else {
     static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
-    const auto load4 = staged_float_chunks(row);
+    const auto load4 = staged_chunks4(row);
     if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(load4, n, p.eps)};
     if (p.stats == Fp32NormStats::mean_of_squares)
-      return {0.0f, block_decomposed_inv_rms([row](int64_t k) { return row[k]; }, n, p.mean, norm_fp32_mean_shift(p, r),
-                                             p.mean_factor, p.eps)};
+      return {0.0f, block_decomposed_inv_rms(staged_element(row), n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor,
+                                             p.eps)};
     const LayerNormStats s = block_layer_norm_stats_vectorized(load4, n);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }
@@ -58,7 +58,8 @@ __device__ __forceinline__ Pack<T, VEC> load_row_operand(const RowOperand& op, c
 
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi) {
-  extern __shared__ float row[];
+  extern __shared__ __align__(16) unsigned char staged[];
+  T* const row = reinterpret_cast<T*>(staged);
   using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
@@ -68,18 +69,19 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
     const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
     stage_row<T, kThreads, VEC, 1>(x, row, n);
     __syncthreads();
-    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, row, r);
+    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
     for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
       const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
       const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
-      Pack<T, VEC> w, c;
+      Pack<T, VEC> x, w, c;
+      x.load(row + j);
       if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
       if (p.bias) c.load(static_cast<const T*>(p.bias) + j);
       Pack<T, VEC> o;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
-        const float normed = norm_fp32_element(p, row[j + e], stats, int((j + e) % 4),
+        const float normed = norm_fp32_element(p, S::load(x.get(e)), stats, int((j + e) % 4),
                                                p.weight ? S::load(w.get(e)) : 1.0f, p.bias ? S::load(c.get(e)) : 0.0f);
         o.set(e, epi(normed, a.get(e), b.get(e)));
       }
@@ -92,7 +94,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
   launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    sizeof(float), p.rows.device, stream, p, epi);
+                                                                    sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

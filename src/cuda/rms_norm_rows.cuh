@@ -28,21 +28,12 @@ namespace dfuse::detail {
 // The row's rstd / inverse RMS from the row staged in T.
 template <typename T, int kThreads>
 __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row, uint32_t r) {
-  using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
-  const auto at = [row](int64_t k) { return S::load(row[k]); };
+  const auto at = staged_element(row);
   if constexpr (kThreads == kLayerNormMomentsThreads) {
     return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic(at, n), p.eps);
   } else {
-    if (p.chain == RmsNormChain::torch_rms_norm) {
-      const auto load4 = [row](int64_t i, float v[4]) {  // one 8-byte (16-bit T) or 16-byte shared access
-        Pack<T, 4> c;
-        c.load(row + 4 * i);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
-      };
-      return block_torch_rms_norm_rstd(load4, n, p.eps);
-    }
+    if (p.chain == RmsNormChain::torch_rms_norm) return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
     const int shift = rms_norm_mean_shift(p, r);
     if (p.chain == RmsNormChain::diffusers_decomposed)
       return block_decomposed_inv_rms(at, n, p.mean, shift, p.mean_factor, p.eps);

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 #include <utility>
 
 #include "common/arith.h"
@@ -223,14 +222,13 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
 }
 
 // Row staging for the norm kernels that keep a row in shared memory: a block of kThreads threads copies
-// the n elements of x to `row`, VEC at a time, as float (Staged = float) or bit for bit (Staged = T: half
-// the shared-memory bytes, whole-vector stores). Each thread loads kStageBatch vectors before it stores
+// the n elements of x to `row` bit for bit, VEC at a time, in whole-vector accesses (staging as float
+// left the rows bound by the L1/shared pipe). Each thread loads kStageBatch vectors before it stores
 // any, so that a block has up to kThreads * kStageBatch vector loads in flight (one at a time left a row's
 // HBM latency exposed once per vector; measured in docs/BENCHMARKS.md: faster for the RMSNorm rows,
 // slower for the fp32 norm rows, which stage one at a time). The caller synchronizes before reading `row`.
-template <typename T, int kThreads, int VEC, int kStageBatch, typename Staged>
-__device__ __forceinline__ void stage_row(const T* x, Staged* row, int64_t n) {
-  static_assert(std::is_same_v<Staged, float> || std::is_same_v<Staged, T>, "staged as float or as T");
+template <typename T, int kThreads, int VEC, int kStageBatch>
+__device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
   constexpr int64_t kStride = int64_t(kThreads) * VEC;
   for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kStride * kStageBatch) {
     Pack<T, VEC> v[kStageBatch];
@@ -238,16 +236,27 @@ __device__ __forceinline__ void stage_row(const T* x, Staged* row, int64_t n) {
     for (int b = 0; b < kStageBatch; ++b)
       if (j0 + b * kStride < n) v[b].load(x + j0 + b * kStride);
 #pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      if (j0 + b * kStride >= n) continue;
-      if constexpr (std::is_same_v<Staged, T>) {
-        v[b].store(row + j0 + b * kStride);
-      } else {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) row[j0 + b * kStride + e] = Storage<T>::load(v[b].get(e));
-      }
-    }
+    for (int b = 0; b < kStageBatch; ++b)
+      if (j0 + b * kStride < n) v[b].store(row + j0 + b * kStride);
   }
+}
+
+// Readers of a row staged by stage_row (as float or in T) for the statistics of cuda/layer_norm_stats.cuh
+// and cuda/rms_norm_stats.cuh: staged_element(row)(k) is element k as float; staged_chunks4(row)(i, v) puts
+// elements 4i..4i+3 in v as floats, read in one 8-byte (16-bit T) or 16-byte (float) shared access.
+template <typename Staged>
+__device__ __forceinline__ auto staged_element(const Staged* row) {
+  return [row](int64_t k) { return Storage<Staged>::load(row[k]); };
+}
+
+template <typename Staged>
+__device__ __forceinline__ auto staged_chunks4(const Staged* row) {
+  return [row](int64_t i, float v[4]) {
+    Pack<Staged, 4> c;
+    c.load(row + 4 * i);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = Storage<Staged>::load(c.get(k));
+  };
 }
 
 // The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic

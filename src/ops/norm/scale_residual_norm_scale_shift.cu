@@ -3,7 +3,7 @@
 // for the vectorized path, 512 for the generic one. Each thread computes r for its 4-element chunks
 // (chunk i, i + blockDim, ...: aten's assignment on the vectorized path; single elements when
 // D % 4 != 0) from residual/gate/update (8-byte bf16/f16, 16-byte f32 accesses where aligned),
-// writes r once and stages it in shared memory as float; the block folds the statistics from the
+// writes r once and stages it in shared memory (in T, bit for bit); the block folds the statistics from the
 // staged row in aten's order, then each thread produces its outputs from the staged r, the weight
 // and scale/shift, and writes them once. residual is read before residual_out is written, element
 // by element by the same thread, so residual_out may be residual. Contract:
@@ -14,6 +14,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/layer_norm_stats.cuh"
 #include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
 #include "ops/norm/scale_residual_norm_scale_shift.h"
 
 namespace dfuse::detail {
@@ -36,24 +37,25 @@ __device__ void store_chunk4(T* row, int64_t i, const Chunk4<T>& c, bool vec) {
 }
 
 // The row's statistics from the staged r, by the whole block (kThreads = the path's aten block).
-template <int kThreads>
-__device__ ResidualNormStats block_residual_norm_stats(const ScaleResidualNormParams& p, const float* row, int64_t n) {
+template <int kThreads, typename T>
+__device__ ResidualNormStats block_residual_norm_stats(const ScaleResidualNormParams& p, const T* row, int64_t n) {
   if constexpr (kThreads == kLayerNormMomentsThreads) {
-    const LayerNormStats s = block_layer_norm_stats_generic([row](int64_t k) { return row[k]; }, n);
+    const LayerNormStats s = block_layer_norm_stats_generic(staged_element(row), n);
     if (p.norm == ResidualNormKind::layer_norm) return {s.mean, layer_norm_rstd(s.var, p.eps)};
     return {0.0f, torch_rms_norm_rstd_generic(s, p.eps)};
   } else {
     static_assert(kThreads == kLayerNormVecThreads && kThreads == kRmsNormVecThreads);
     if (p.norm == ResidualNormKind::rms_norm)
-      return {0.0f, block_torch_rms_norm_rstd(staged_float_chunks(row), n, p.eps)};
-    const LayerNormStats s = block_layer_norm_stats_vectorized(staged_float_chunks(row), n);
+      return {0.0f, block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps)};
+    const LayerNormStats s = block_layer_norm_stats_vectorized(staged_chunks4(row), n);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }
 }
 
 template <typename T, int kThreads>
 __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResidualNormParams p, ResidualNormVec vec) {
-  extern __shared__ float staged[];
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
+  T* const staged = reinterpret_cast<T*>(staged_bytes);
   using S = Storage<T>;
   const RowwiseParams& q = p.rows;
   uint32_t idx[3];
@@ -77,21 +79,19 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
       const Chunk4<T> u = load_chunk4(update, i, cs_upd, vec.update);
       Chunk4<T> r;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
-        staged[4 * i + k] = S::load(r.v[k]);
-      }
+      for (int k = 0; k < 4; ++k) r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
+      store_chunk4(staged, i, r, true);
       store_chunk4(r_out, i, r, vec.r_out);
     }
   } else {
     for (int64_t k = tid; k < n; k += kThreads) {
       const T r = gate_add(residual[k * cs_res], gate[k * cs_gate], update[k * cs_upd]);
-      staged[k] = S::load(r);
+      staged[k] = r;
       r_out[k] = r;
     }
   }
   __syncthreads();
-  const ResidualNormStats stats = block_residual_norm_stats<kThreads>(p, staged, n);
+  const ResidualNormStats stats = block_residual_norm_stats<kThreads>(p, static_cast<const T*>(staged), n);
 
   if (n % 4 == 0) {
     for (int64_t i = tid; i < n / 4; i += kThreads) {
@@ -99,16 +99,17 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
       const Chunk4<T> sh = load_chunk4(shift, i, cs_shift, vec.shift);
       Chunk4<T> w{};
       if (weight) w = load_chunk4(weight, i, 1, vec.weight);
+      const Chunk4<T> r = load_chunk4(static_cast<const T*>(staged), i, 1, true);
       Chunk4<T> o;
 #pragma unroll
       for (int k = 0; k < 4; ++k)
-        o.v[k] = scale_residual_norm_element<T>(p, staged[4 * i + k], stats, k, weight ? S::load(w.v[k]) : 1.0f,
+        o.v[k] = scale_residual_norm_element<T>(p, S::load(r.v[k]), stats, k, weight ? S::load(w.v[k]) : 1.0f,
                                                 sc.v[k], sh.v[k]);
       store_chunk4(out, i, o, vec.out);
     }
   } else {
     for (int64_t k = tid; k < n; k += kThreads)
-      out[k] = scale_residual_norm_element<T>(p, staged[k], stats, int(k % 4), weight ? S::load(weight[k]) : 1.0f,
+      out[k] = scale_residual_norm_element<T>(p, S::load(staged[k]), stats, int(k % 4), weight ? S::load(weight[k]) : 1.0f,
                                               scale[k * cs_scale], shift[k * cs_shift]);
   }
 }
@@ -125,7 +126,7 @@ void scale_residual_norm_cuda(const ScaleResidualNormParams& p, Stream stream) {
   const ResidualNormVec vec{aligned(p.rows.in[0]), aligned(p.rows.in[1]), aligned(p.rows.in[2]),
                             aligned(p.rows.in[3]), aligned(p.shift),       aligned(p.rows.out),
                             aligned(p.out),        reinterpret_cast<uintptr_t>(p.weight) % vec_bytes == 0};
-  const size_t smem = size_t(p.rows.geom.cols) * sizeof(float);
+  const size_t smem = size_t(p.rows.geom.cols) * dtype_size(p.rows.dtype);
   dispatch_bf16_f16_f32(p.rows.dtype, "scale_residual_norm_scale_shift", [&](auto tag) {
     using T = decltype(tag);
     if (p.path == LayerNormPath::vectorized)
