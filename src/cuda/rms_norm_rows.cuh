@@ -41,9 +41,13 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
   }
 }
 
-template <typename T, int VEC, typename Epi, size_t... K>
-__device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, const T* row,
-                                                       float inv, const uint32_t idx[3], int64_t j,
+// VEC outputs from columns j.. of the staged row. Where the epilogue has a pair form (RowwisePair,
+// cuda/paired_arith.cuh) and T is 16-bit, two normalized values are rounded to T by one packed conversion
+// and the epilogue runs on packed pairs; elsewhere, and for a vector whose pair form falls back, the
+// element functor runs.
+template <typename T, int VEC, typename Epi, typename Element, size_t... K>
+__device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, Element element,
+                                                       const T* row, float inv, const uint32_t idx[3], int64_t j,
                                                        std::index_sequence<K...>) {
   using S = Storage<T>;
   Pack<T, VEC> in[sizeof...(K) > 0 ? sizeof...(K) : 1];
@@ -58,14 +62,28 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
       }(),
       ...);
   Pack<T, VEC> w;
-  if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
+  if constexpr (Element::kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
   Pack<T, VEC> x;
   x.load(row + j);
   Pack<T, VEC> r;
+  bool by_element = true;
+  if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Epi>::kDefined) {
+    using A = PairedArith<T>;
+    by_element = false;
 #pragma unroll
-  for (int e = 0; e < VEC; ++e) {
-    const T y = rms_norm_normalized<T>(p, S::load(x.get(e)), inv, p.weight ? S::load(w.get(e)) : 1.0f);
-    r.set(e, epi(y, in[K].get(e)...));
+    for (int k = 0; k < Pack<T, VEC>::kWords; ++k) {
+      const float2 xs = A::unpack(x.w[k]);
+      const float2 ws = Element::kHasWeight ? A::unpack(w.w[k]) : make_float2(1.0f, 1.0f);
+      const uint32_t y = A::pack(element(xs.x, inv, ws.x), element(xs.y, inv, ws.y));
+      r.w[k] = RowwisePair<Epi>::apply(by_element, y, in[K].w[k]...);
+    }
+  }
+  if (by_element) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      const float we = Element::kHasWeight ? S::load(w.get(e)) : 1.0f;
+      r.set(e, epi(S::store(element(S::load(x.get(e)), inv, we)), in[K].get(e)...));
+    }
   }
   r.store_global(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
@@ -84,8 +102,10 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
     stage_row<T, kThreads, VEC, 4>(x, row, n);
     __syncthreads();
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
-    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
-      rms_norm_rows_epilogue<T, VEC>(p, epi, row, inv, idx, j, std::make_index_sequence<kOperands>{});
+    with_rms_norm_element<T>(p, [&](auto element) {
+      for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
+        rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j, std::make_index_sequence<kOperands>{});
+    });
     __syncthreads();  // the next row overwrites the staged one
   }
 }

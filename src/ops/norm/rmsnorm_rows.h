@@ -43,14 +43,41 @@ void check_rms_norm_input(GuardList& g, RmsNormChain chain, const TensorView& x,
 RmsNormRowsParams rms_norm_rows_params(RmsNormChain chain, const TensorView& x, const TensorView* weight, double eps,
                                        std::initializer_list<const TensorView*> operands, const TensorView& out);
 
-// The normalized value of element x of a row before its last rounding to T; `inv` is the row's rstd
-// (torch chain) or inverse RMS (decomposed chain).
+// The normalized value of element x of a row before its last rounding to T, for one chain and with or
+// without a weight fixed at compile time; `inv` is the row's rstd (torch chain) or inverse RMS
+// (decomposed and storage-dtype chains).
+template <typename T, RmsNormChain kChain, bool kWeight>
+struct RmsNormElement {
+  static constexpr bool kHasWeight = kWeight;
+  DFUSE_HD float operator()(float x, float inv, float weight) const {
+    if constexpr (kChain == RmsNormChain::torch_rms_norm) return torch_rms_norm_element(x, inv, kWeight, weight);
+    if constexpr (kChain == RmsNormChain::diffusers_decomposed)
+      return decomposed_rms_norm_element<T>(x, inv, kWeight, weight);
+    return storage_rms_norm_element<T>(x, inv, kWeight, weight);
+  }
+};
+
+// f(RmsNormElement<T, p.chain, p has a weight>{}): kernels branch on the chain once, not per element.
+template <typename T, typename F>
+DFUSE_HD decltype(auto) with_rms_norm_element(const RmsNormRowsParams& p, F&& f) {
+  const bool w = p.weight != nullptr;
+  switch (p.chain) {
+    case RmsNormChain::torch_rms_norm:
+      return w ? f(RmsNormElement<T, RmsNormChain::torch_rms_norm, true>{})
+               : f(RmsNormElement<T, RmsNormChain::torch_rms_norm, false>{});
+    case RmsNormChain::diffusers_decomposed:
+      return w ? f(RmsNormElement<T, RmsNormChain::diffusers_decomposed, true>{})
+               : f(RmsNormElement<T, RmsNormChain::diffusers_decomposed, false>{});
+    default:
+      return w ? f(RmsNormElement<T, RmsNormChain::storage_dtype, true>{})
+               : f(RmsNormElement<T, RmsNormChain::storage_dtype, false>{});
+  }
+}
+
+// The same with the chain read per call.
 template <typename T>
 DFUSE_HD float rms_norm_normalized_float(const RmsNormRowsParams& p, float x, float inv, float weight) {
-  const bool has_weight = p.weight != nullptr;
-  if (p.chain == RmsNormChain::torch_rms_norm) return torch_rms_norm_element(x, inv, has_weight, weight);
-  if (p.chain == RmsNormChain::diffusers_decomposed) return decomposed_rms_norm_element<T>(x, inv, has_weight, weight);
-  return storage_rms_norm_element<T>(x, inv, has_weight, weight);
+  return with_rms_norm_element<T>(p, [&](auto element) { return element(x, inv, weight); });
 }
 
 // The normalized value of element x of a row, rounded to T.
