@@ -99,21 +99,34 @@ __device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor
 // 2j + 32k and 2j + 1 + 32k, which the warp form gives lanes 2j and 2j + 1. The warp form's shuffle-down
 // tree over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, shuffle-down 8 .. 1 on both
 // values and then chunk 0 + chunk 1 in lane 0, so these give the warp forms' results bit for bit, with
-// 16-byte accesses. The two halves of a warp run their own rows (and may leave their loops apart).
+// 16-byte accesses. The shuffles span the whole warp (a mask of half a warp costs a collective
+// sequence around each): both halves of a warp call these together (half_warp_row).
 constexpr int kLaneElements = 8;
 
-__device__ __forceinline__ unsigned half_warp_mask() { return 0xFFFFu << (threadIdx.x & 16); }
+// A grid-stride loop over rows by half-warps that keeps both halves of a warp together: the warp takes
+// rows warp_first .. warp_first + 2R - 1 (R rows per half) and runs while warp_first < rows; the half's
+// row `pair` (< R) is warp_first + 2 pair + its half. A half given a row past the last redoes row
+// warp_first (read before the shuffles, written by its owner after them) and must not write (`writes`).
+// Rows a half-warp takes per iteration, all loaded before any is reduced, for rows of 128 K elements: 32
+// bytes of loads in flight per lane (one 16-byte load at a time left too few bytes in flight per SM to
+// cover HBM's latency at the occupancy these kernels reach).
+constexpr int half_warp_rows_in_flight(int K) { return K == 1 ? 2 : 1; }
+
+__device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int pair, uint32_t rows, bool& writes) {
+  const uint32_t mine = warp_first + 2 * uint32_t(pair) + (threadIdx.x / 16) % 2;
+  writes = mine < rows;
+  return writes ? mine : warp_first;
+}
 
 // warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the
 // half-warp receives the sum.
 __device__ __forceinline__ float half_warp_chunk_sum(float c0, float c1) {
-  const unsigned mask = half_warp_mask();
 #pragma unroll
   for (int off = 8; off >= 1; off /= 2) {
-    c0 = add_rn(c0, __shfl_down_sync(mask, c0, off, 16));
-    c1 = add_rn(c1, __shfl_down_sync(mask, c1, off, 16));
+    c0 = add_rn(c0, __shfl_down_sync(0xffffffffu, c0, off, 16));
+    c1 = add_rn(c1, __shfl_down_sync(0xffffffffu, c1, off, 16));
   }
-  return __shfl_sync(mask, add_rn(c0, c1), 0, 16);
+  return __shfl_sync(0xffffffffu, add_rn(c0, c1), 0, 16);
 }
 
 // warp_torch_rms_norm_rstd<K> (K <= 4): accumulator k of a lane folds 128-element block k.

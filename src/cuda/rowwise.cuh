@@ -93,6 +93,21 @@ struct Pack {
   }
 };
 
+// VEC floats each rounded to T (Storage<T>::store) into a pack; 16-bit T two at a time, by one packed
+// conversion (the same rounding).
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> pack_rounded(const float (&f)[VEC]) {
+  Pack<T, VEC> r;
+  if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+#pragma unroll
+    for (int k = 0; k < VEC / 2; ++k) r.w[k] = PairedArith<T>::pack(f[2 * k], f[2 * k + 1]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) r.set(e, Storage<T>::store(f[e]));
+  }
+  return r;
+}
+
 // N consecutive elements of E as floats, in 16-byte accesses (p 16-byte aligned).
 template <int N, typename E>
 __device__ __forceinline__ void load_as_floats(const E* p, float (&out)[N]) {

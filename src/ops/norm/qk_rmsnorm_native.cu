@@ -1,6 +1,6 @@
 // diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel, in two forms with the same bits.
 // - Vectorized (F.rms_norm or the decomposed chain, every row and weight 16-byte aligned; the common case):
-//   half a warp per row, lane j holding elements 128k + 8j .. + 7, the statistics from
+//   half a warp per row (half_warp_rows_in_flight of them loaded at once), lane j holding elements 128k + 8j .. + 7, the statistics from
 //   cuda/rms_norm_stats.cuh's half-warp functions, 16-byte accesses, the weight loaded once per thread;
 //   blockIdx.y picks q or k.
 // - General: a warp per row of q, then of k, in one grid: lane l reads chunks l, l + 32, ... (4 elements
@@ -118,28 +118,44 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
     for (int k = 0; k < K; ++k)
 #pragma unroll
       for (int h = 0; h < kPacks; ++h) weight[k][h].load(static_cast<const T*>(n.weight) + 128 * k + first + h * kVec);
-  for (uint32_t r = blockIdx.x * (2 * kQkWarps) + threadIdx.x / 16; r < rows; r += gridDim.x * (2 * kQkWarps)) {
-    uint32_t idx[3];
-    n.rows.geom.split(r, idx);
-    const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + first;
-    T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx) + first;
-    float v[K][kLaneElements];
+  constexpr int R = half_warp_rows_in_flight(K);
+  constexpr uint32_t kBlockRows = 2 * kQkWarps * R;
+  for (uint32_t warp_first = blockIdx.x * kBlockRows + threadIdx.x / 32 * (2 * R); warp_first < rows;
+       warp_first += gridDim.x * kBlockRows) {
+    uint32_t idx[R][3];
+    bool writes[R];
+    float v[R][K][kLaneElements];
 #pragma unroll
-    for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[k]);
-    const float inv = n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(v, n.eps)
-                                                              : half_warp_decomposed_inv_rms<K>(v, n.mean_factor, n.eps);
+    for (int b = 0; b < R; ++b) {
+      n.rows.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
+      const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx[b]) + first;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
+      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
+    }
+    float inv[R];
 #pragma unroll
-      for (int h = 0; h < kPacks; ++h) {
-        Pack<T, kVec> y;
+    for (int b = 0; b < R; ++b)
+      inv[b] = n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(v[b], n.eps)
+                                                       : half_warp_decomposed_inv_rms<K>(v[b], n.mean_factor, n.eps);
+    with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float w = n.weight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
-          y.set(e, rms_norm_normalized<T>(n, v[k][h * kVec + e], inv, w));
-        }
-        y.store_global(out + 128 * k + h * kVec);
+      for (int b = 0; b < R; ++b) {
+        if (!writes[b]) continue;
+        T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx[b]) + first;
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int h = 0; h < kPacks; ++h) {
+            float y[kVec];
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              const float w = element.kHasWeight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
+              y[e] = element(v[b][k][h * kVec + e], inv[b], w);
+            }
+            pack_rounded<T>(y).store_global(out + 128 * k + h * kVec);
+          }
       }
+    });
   }
 }
 
@@ -159,7 +175,8 @@ void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
   const int64_t rows = std::max(p.q.rows.geom.rows(), p.k.rows.geom.rows());
-  const int64_t wanted = (rows + 2 * kQkWarps - 1) / (2 * kQkWarps);
+  const int64_t block_rows = 2 * kQkWarps * half_warp_rows_in_flight(K);
+  const int64_t wanted = (rows + block_rows - 1) / block_rows;
   // q's and k's blocks share the resident slots.
   const int64_t resident = std::max<int64_t>(1, int64_t(multiprocessor_count(p.q.rows.device)) * per_sm / 2);
   kernel<<<dim3(unsigned(std::min(wanted, resident)), 2), kQkWarps * 32, 0, stream>>>(p);

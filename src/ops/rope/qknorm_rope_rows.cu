@@ -114,73 +114,99 @@ __device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float 
                                                  : half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
 }
 
+// Output of one head from its normalized values v (lane j's elements 128k + 8j ..): the RoPE, then the
+// stores and the copied row, where `writes`. Every lane of the warp calls it (the partner shuffle).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
-__global__ void __launch_bounds__(kRopeThreads) qknorm_rope_vec_kernel(QkNormRopeLaunch launch) {
+__device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, const float (&v)[K][kLaneElements],
+                                                       const uint32_t idx[3], int64_t first, bool writes) {
   constexpr int kVec = 16 / sizeof(T);
+  const int j = threadIdx.x % 16;
+  T* out = static_cast<T*>(p.norm.rows.out.data) + p.norm.rows.out.offset(idx) + first;
+  const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + first;
+  const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + first;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float c[kLaneElements], s[kLaneElements];
+    load_as_floats(cos + 128 * k, c);
+    load_as_floats(sin + 128 * k, s);
+    Pack<T, kVec> result[kLaneElements / kVec];
+#pragma unroll
+    for (int e = 0; e < kLaneElements; ++e) {
+      T r;
+      if constexpr (P == RopePairing::interleaved_pairs) {
+        const int even = e & ~1;
+        const auto pair =
+            rope_interleaved_pair<T>(v[k][even], v[k][even + 1], c[even], c[even + 1], s[even], s[even + 1]);
+        r = e % 2 ? pair.odd : pair.even;
+      } else {
+        float partner;
+        if constexpr (K == 1) {
+          const float other = __shfl_xor_sync(0xffffffffu, v[0][e], 8, 16);
+          partner = j < 8 ? -other : other;
+        } else {
+          partner = k == 0 ? -v[1][e] : v[0][e];
+        }
+        r = rotate_half_element<T, M>(v[k][e], partner, c[e], s[e]);
+      }
+      result[e / kVec].set(e % kVec, r);
+    }
+    if (writes)
+#pragma unroll
+      for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store_global(out + 128 * k + h * kVec);
+  }
+  if (p.copies && writes) {
+    const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;
+    T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(idx) + first;
+#pragma unroll
+    for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
+  }
+}
+
+template <typename T, typename Table, RopeMath M, RopePairing P, int K>
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qknorm_rope_vec_kernel(QkNormRopeLaunch launch) {
+  constexpr int R = half_warp_rows_in_flight(K);
+  constexpr uint32_t kBlockRows = kHalfWarps * R;
   const QkNormRopeRows& p = launch.part[blockIdx.y];
   const RmsNormRowsParams& n = p.norm;
   const uint32_t rows = uint32_t(n.rows.geom.rows());  // < 2^31 / 128: the guards bound the elements
-  const int j = threadIdx.x % 16;
+  const int64_t first = kLaneElements * (threadIdx.x % 16);
   float weight[K][kLaneElements];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (n.weight)
-      load_as_floats(static_cast<const T*>(n.weight) + 128 * k + kLaneElements * j, weight[k]);
+      load_as_floats(static_cast<const T*>(n.weight) + 128 * k + first, weight[k]);
     else
 #pragma unroll
       for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
   }
-  for (uint32_t row = blockIdx.x * kHalfWarps + threadIdx.x / 16; row < rows; row += gridDim.x * kHalfWarps) {
-    uint32_t idx[3];
-    n.rows.geom.split(row, idx);
-    const int64_t first = kLaneElements * j;
-    float v[K][kLaneElements];
+  for (uint32_t warp_first = blockIdx.x * kBlockRows + threadIdx.x / 32 * (2 * R); warp_first < rows;
+       warp_first += gridDim.x * kBlockRows) {
+    uint32_t idx[R][3];
+    bool writes[R];
+    float v[R][K][kLaneElements];
 #pragma unroll
-    for (int k = 0; k < K; ++k)
-      load_as_floats(static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx) + 128 * k + first, v[k]);
-    const float inv = half_warp_rms_norm_inv<K>(n, v);
+    for (int b = 0; b < R; ++b) {
+      n.rows.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
+      const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx[b]) + first;
 #pragma unroll
-    for (int k = 0; k < K; ++k)
+      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
+    }
+    float inv[R];
 #pragma unroll
-      for (int e = 0; e < kLaneElements; ++e) v[k][e] = qknorm_rope_normalized<T>(p, v[k][e], inv, weight[k][e]);
-    T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx) + first;
-    const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + first;
-    const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + first;
+    for (int b = 0; b < R; ++b) inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
+    with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      float c[kLaneElements], s[kLaneElements];
-      load_as_floats(cos + 128 * k, c);
-      load_as_floats(sin + 128 * k, s);
-      Pack<T, kVec> result[kLaneElements / kVec];
+      for (int b = 0; b < R; ++b)
 #pragma unroll
-      for (int e = 0; e < kLaneElements; ++e) {
-        T r;
-        if constexpr (P == RopePairing::interleaved_pairs) {
-          const int even = e & ~1;
-          const auto pair = rope_interleaved_pair<T>(v[k][even], v[k][even + 1], c[even], c[even + 1], s[even],
-                                                     s[even + 1]);
-          r = e % 2 ? pair.odd : pair.even;
-        } else {
-          float partner;
-          if constexpr (K == 1) {
-            const float other = __shfl_xor_sync(half_warp_mask(), v[0][e], 8, 16);
-            partner = j < 8 ? -other : other;
-          } else {
-            partner = k == 0 ? -v[1][e] : v[0][e];
+        for (int k = 0; k < K; ++k)
+#pragma unroll
+          for (int e = 0; e < kLaneElements; ++e) {
+            const float y = element(v[b][k][e], inv[b], weight[k][e]);
+            v[b][k][e] = p.round_norm ? Storage<T>::round(y) : y;
           }
-          r = rotate_half_element<T, M>(v[k][e], partner, c[e], s[e]);
-        }
-        result[e / kVec].set(e % kVec, r);
-      }
+    });
 #pragma unroll
-      for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store_global(out + 128 * k + h * kVec);
-    }
-    if (p.copies) {
-      const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;
-      T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(idx) + first;
-#pragma unroll
-      for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
-    }
+    for (int b = 0; b < R; ++b) qknorm_rope_vec_output<T, Table, M, P, K>(p, v[b], idx[b], first, writes[b]);
   }
 }
 
@@ -209,9 +235,11 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   const auto parts = unsigned(launch.parts);
   if (vectorized_form_applies(launch)) {  // half a warp per head
     if (d128)
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16, parts, stream, launch);
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16 / half_warp_rows_in_flight(1), parts,
+                                                                    stream, launch);
     else
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16, parts, stream, launch);
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16 / half_warp_rows_in_flight(2), parts,
+                                                                    stream, launch);
   } else if (d128) {  // a warp per head
     launch_rope_kernel<qknorm_rope_kernel<T, Table, M, P, 1>>(device, rows * 32, parts, stream, launch);
   } else {
