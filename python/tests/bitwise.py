@@ -1,4 +1,5 @@
-"""Bitwise comparison helpers shared by the torch op tests (imported after conftest.require_cuda())."""
+"""Bitwise comparison helpers shared by the torch op tests (imported after conftest.require_cuda()), and the
+storage dtypes' rounding constants the close contracts' bounds are written in."""
 
 from collections import namedtuple
 
@@ -8,6 +9,10 @@ import torch
 import dfuse.torch as dt
 
 Counters = namedtuple("Counters", "fused eager verifications fallbacks")
+
+# The unit roundoff u, and half the smallest subnormal (a rounding's largest error below the normal range).
+UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+HALF_MIN_SUBNORMAL = {torch.bfloat16: 2.0**-134, torch.float16: 2.0**-25, torch.float32: 2.0**-150}
 
 
 def counters(name):

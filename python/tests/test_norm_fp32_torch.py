@@ -7,7 +7,8 @@ rmsnorm_modulate_fp32(x, scale, shift, weight, eps) replaces LTX-2's `self.norm1
 `x + gate_msa.tanh() * self.attention_norm2(attn_out)` with its storage-dtype RMSNorm. Quality "extra-high"
 only: each is checked (1) bit for bit, through integer views, against its definition, the chain run on float
 copies and rounded once (Wan's own form for LayerNorm + modulate), and (2) within its stated bound of the lossless
-chain: 6u (7u for LTX-2's) times (|n (1 + scale)| + |shift|), 10u (|tanh(gate) n| + |residual|) for the gate.
+chain: 6u (7u for LTX-2's) times (|n (1 + scale)| + |shift|), 10u (|tanh(gate) n| + |residual|) for the gate, each
+plus the absolute term of the chain's roundings below the normal range (eta: half the smallest subnormal).
 """
 
 import pytest
@@ -19,7 +20,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
-from bitwise import assert_bitwise, check_op, counters, rand  # noqa: E402
+from bitwise import HALF_MIN_SUBNORMAL, UNIT_ROUNDOFF, assert_bitwise, check_op, counters, rand  # noqa: E402
 
 FLUX = (1, 4608, 3072)
 QWEN = (1, 4096, 3072)
@@ -28,7 +29,6 @@ ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 5120)]
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 HALF = [torch.bfloat16, torch.float16]
 EPS = 1e-6
-U = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
 
 
 def modulate_lossless(x, scale, shift, norm, weight=None, bias=None, eps=EPS):
@@ -72,6 +72,15 @@ def ltx2_fp32(x, scale, shift, weight=None, eps=EPS):
 def gate_fp32(residual, gate, y, weight=None, eps=EPS):
     w = None if weight is None else weight.float()
     return (residual.float() + torch.tanh(gate.float()) * storage_rms_norm(y.float(), w, eps)).to(y.dtype)
+
+
+def modulate_bound(factor, dtype, n, scale, shift, weight=None):
+    """factor u (|n (1 + scale)| + |shift|) + 2 eta ((|weight| + 1) |1 + scale| + 2), |weight| 0 without a weight
+    (norm_scale_shift's chain rounds its n once: no weight term)."""
+    a = (1 + scale.double()).abs()
+    w = 0 if weight is None else weight.double().abs()
+    return (factor * UNIT_ROUNDOFF[dtype] * ((n.double() * a).abs() + shift.double().abs())
+            + 2 * HALF_MIN_SUBNORMAL[dtype] * ((w + 1) * a + 2))
 
 
 def assert_within(out, ref, bound):
@@ -121,7 +130,7 @@ def test_norm_scale_shift_within_bound_of_lossless_chain(shape, norm, dtype):
     w, b = affine(shape[-1], dtype, True, norm == "layer_norm")
     out = dt.norm_scale_shift(x, scale, shift, norm, w, b, EPS)
     ref, n = modulate_lossless(x, scale, shift, norm, w, b)
-    bound = 6 * U[dtype] * ((n.double() * (1 + scale.double())).abs() + shift.double().abs())
+    bound = modulate_bound(6, dtype, n, scale, shift)
     assert_within(out, ref, bound)
     assert not torch.equal(out, ref) or dtype == torch.float32  # not the lossless chain
 
@@ -189,7 +198,7 @@ def test_ltx2_within_bound_of_lossless_chain(dtype):
     out = dt.rmsnorm_modulate_fp32(x, scale, shift, w, EPS)
     n = diffusers_rms_norm(x, w)
     ref = n * (1 + scale) + shift  # transformer_ltx2: self.norm1(hidden_states) * (1 + scale_msa) + shift_msa
-    bound = 7 * U[dtype] * ((n.double() * (1 + scale.double())).abs() + shift.double().abs())
+    bound = modulate_bound(7, dtype, n, scale, shift, w)
     assert_within(out, ref, bound)
     assert not torch.equal(out, ref) or dtype == torch.float32
 
@@ -216,7 +225,12 @@ def test_gate_rmsnorm_within_bound_of_lossless_chain(dtype):
     out = dt.rmsnorm_tanh_residual_fp32(residual, gate, y, w, EPS)
     n = storage_rms_norm(y, w)
     ref = residual + gate.tanh() * n  # transformer_z_image: x + gate_msa * self.attention_norm2(attn_out)
-    bound = 10 * U[dtype] * ((torch.tanh(gate.double()) * n.double()).abs() + residual.double().abs())
+    t, m = torch.tanh(gate.double()).abs(), y.double().pow(2).mean(-1, keepdim=True)
+    eta = HALF_MIN_SUBNORMAL[dtype]
+    assert bool((m + EPS >= 16 * eta).all())  # no row outside the contract by underflow
+    tn = t * n.double().abs()
+    bound = (10 * UNIT_ROUNDOFF[dtype] * (tn + residual.double().abs())
+             + eta * (3 * tn / (m + EPS) + 2 * t * (w.double().abs() + 1) + 2 * n.double().abs() + 4))
     assert_within(out, ref, bound)
     if dtype == torch.float32:
         assert_bitwise(out, ref)  # in f32 the chain is the fp32 chain

@@ -24,7 +24,8 @@ from conftest import require_cuda
 
 import dfuse.torch as dt
 from rope_chains import NORMS, ROPES, rotate_half
-from bitwise import assert_bitwise, bits, counters, poison_allocator, rand, sprinkle_specials
+from bitwise import (HALF_MIN_SUBNORMAL, UNIT_ROUNDOFF, assert_bitwise, bits, counters, poison_allocator, rand,
+                     sprinkle_specials)
 
 HALF = [torch.bfloat16, torch.float16]
 ALL = HALF + [torch.float32]
@@ -102,8 +103,7 @@ def one_rounding_differences(fused, split, normed, cos, sin):
         assert differ == 0, f"{differ} f32 elements differ from the split chain"
         return differ
     assert torch.equal(bits(fused[..., rot:]), bits(split[..., rot:])), "the tail beyond R differs"
-    u = 2.0**-8 if fused.dtype == torch.bfloat16 else 2.0**-11
-    d = 2.0**-134 if fused.dtype == torch.bfloat16 else 2.0**-25  # half the smallest subnormal
+    u, d = UNIT_ROUNDOFF[fused.dtype], HALF_MIN_SUBNORMAL[fused.dtype]
     f, e = fused[..., :rot].double(), split[..., :rot].double()
     n = normed[..., :rot].double()
     p = rotate_half(n)

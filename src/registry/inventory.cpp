@@ -309,7 +309,8 @@ void register_layernorm(Registry& r) {
                            .models = {"FLUX.1", "FLUX.2", "Sana"},
                            .family = "norm",
                            .description = "request-gated: F.layer_norm(x, (D,), weight=1 + scale, bias=shift, eps) "
-                                          "in one pass; |out - chain| <= 4u(|n(1 + scale)| + |shift|); one "
+                                          "in one pass; |out - chain| <= 4u(|n(1 + scale)| + |shift|) + "
+                                          "2eta(|1 + scale| + 2) (eta half the smallest subnormal); one "
                                           "scale/shift row (B == 1)",
                        });
   add_host_and_cuda(r, KernelSpec{
@@ -433,9 +434,10 @@ void register_rmsnorm(Registry& r) {
                            .models = {"FLUX.1", "Wan 2.1", "Qwen-Image", "LTX-2"},
                            .family = "norm",
                            .description = "request-gated: LayerNorm or RMSNorm + modulate with fp32 internals, one "
-                                          "rounding; |out - chain| <= 6u(|n(1 + scale)| + |shift|); bit-exact vs "
-                                          "the chain on float copies; scale/shift per batch, token, frame, scalar, "
-                                          "chunk(6); D <= 8192",
+                                          "rounding; |out - chain| <= 6u(|n(1 + scale)| + |shift|) + 2eta(|1 + "
+                                          "scale| + 2) (eta half the smallest subnormal); bit-exact vs the chain "
+                                          "on float copies; scale/shift per batch, token, frame, scalar, chunk(6); "
+                                          "D <= 8192",
                        });
   add_host_and_cuda(r, KernelSpec{
                            .op = "diffusion.rmsnorm_modulate_fp32",
@@ -450,7 +452,8 @@ void register_rmsnorm(Registry& r) {
                            .family = "norm",
                            .description = "request-gated LTX-2 RMSNorm (diffusers module) + modulate in one launch, "
                                           "fp32 internals, one rounding (norm_scale_shift's kernel); |out - chain| "
-                                          "<= 7u(|n(1 + scale)| + |shift|); bit-exact vs the chain on float "
+                                          "<= 7u(|n(1 + scale)| + |shift|) + 2eta((|weight| + 1)|1 + scale| + 2) "
+                                          "(eta half the smallest subnormal); bit-exact vs the chain on float "
                                           "copies; D <= ~8160",
                        });
   add_host_and_cuda(r, KernelSpec{
@@ -465,8 +468,10 @@ void register_rmsnorm(Registry& r) {
                            .family = "norm",
                            .description = "request-gated BF16-native gate RMSNorm (RMSNorm + tanh + mul + add) in "
                                           "one pass with fp32 internals, one rounding; |out - chain| <= "
-                                          "10u(|tanh(gate) n| + |residual|); bit-exact vs the chain on float "
-                                          "copies; D <= ~8160",
+                                          "10u(|tanh(gate) n| + |residual|) + eta(3|tanh(gate) n| / (mean(y^2) + "
+                                          "eps) + 2|tanh(gate)|(|weight| + 1) + 2|n| + 4) (eta half the smallest "
+                                          "subnormal; rows with mean(y^2) + eps >= 16 eta); bit-exact vs the "
+                                          "chain on float copies; D <= ~8160",
                        });
 }
 
@@ -541,7 +546,8 @@ void register_rope(Registry& r) {
                            .family = "rope",
                            .description = "default form (round_norm_before_rope=False): the normalized value "
                                           "stays fp32 into the RoPE, one rounding; within (u + 2^-21)(|c n_e| + "
-                                          "|s n_p|) + u(|fused| + |split|) of the split chain (u = 2^-8 bf16)",
+                                          "|s n_p|) + u(|fused| + |split|) + (|c| + |s| + 2)d of the split chain "
+                                          "(u = 2^-8 bf16, d half the smallest subnormal)",
                        });
   add_host_and_cuda(r, KernelSpec{
                            .op = "diffusion.fused_qknorm_rope",

@@ -126,12 +126,12 @@ std::string run_layernorm_folded_bound_case(Device d, DType t, const LayernormCa
   runtime(d).synchronize({});
   const auto f = element_values(fused.view), e = element_values(chain.view), n = element_values(normalized.view);
   const auto sc = element_values(scale.view), sh = element_values(shift.view);
-  const double u = unit_roundoff(t);
+  const double u = unit_roundoff(t), eta = half_min_subnormal(t);
   double worst = 0.0;
   for (size_t i = 0; i < f.size(); ++i) {
     const size_t col = i % size_t(c.D);
     const double w = double(float(1.0 + sc[col]));  // bounds only: 1 + scale need not be rounded here
-    const double bound = 4.0 * u * (std::fabs(n[i] * w) + std::fabs(sh[col])) + 1e-300;
+    const double bound = 4.0 * u * (std::fabs(n[i] * w) + std::fabs(sh[col])) + 2.0 * eta * (std::fabs(w) + 2.0);
     const double diff = std::fabs(f[i] - e[i]);
     if (!(diff <= bound))
       return "element " + std::to_string(i) + ": fused " + std::to_string(f[i]) + " chain " + std::to_string(e[i]) +

@@ -66,8 +66,9 @@ std::string run_qk_head_layernorm_case(Device d, DType t, const QkHeadCase& c, u
 // F.layer_norm(x, (D,), 1 + scale, shift, eps) built from the eager replicas.
 std::string run_layernorm_folded_case(Device d, DType t, const LayernormCase& c, uint64_t seed);
 // The same op against the lossless chain F.layer_norm(x) * (1 + scale) + shift: every element within
-// the stated bound 4u(|n (1 + scale)| + |shift|) (n the chain's normalized value, u the unit
-// roundoff). Also reports, through `max_ratio`, the largest |out - chain| / bound seen.
+// the stated bound 4u(|n (1 + scale)| + |shift|) + 2 eta (|1 + scale| + 2) (n the chain's normalized
+// value, u the unit roundoff, eta half the smallest subnormal). Also reports, through `max_ratio`,
+// the largest |out - chain| / bound seen.
 std::string run_layernorm_folded_bound_case(Device d, DType t, const LayernormCase& c, uint64_t seed,
                                             double* max_ratio = nullptr);
 

@@ -53,6 +53,15 @@ std::vector<double> broadcast_values(Device d, const TensorView& t, const std::v
   return element_values(wide.view);
 }
 
+// A contiguous tensor holding `values` (row-major), each rounded to t.
+TestTensor value_tensor(Device d, DType t, const std::vector<int64_t>& sizes, const std::vector<double>& values) {
+  std::vector<uint8_t> host(values.size() * dtype_size(t));
+  for (size_t i = 0; i < values.size(); ++i) store_from_double(host.data(), t, int64_t(i), values[i]);
+  auto out = poisoned_tensor(d, t, sizes, 0);
+  runtime(d).copy_to_device(out.view.data(), host.data(), host.size());
+  return out;
+}
+
 // A bound for an element the contract says nothing about.
 constexpr double kOutsideContract = -1.0;
 
@@ -136,6 +145,16 @@ void exact_chain(ModulateFp32Op op, DType t, const NormFp32Case& c, const Modula
     eager::rmsnorm_modulate_fp32_chain(m.x.view, m.w, c.eps, m.scale.view, m.shift.view, out, ws);
   else
     eager::norm_scale_shift_fp32_chain(c.norm, m.x.view, m.w, m.b, c.eps, m.scale.view, m.shift.view, out, ws);
+}
+
+// The stated bound for one element: n the chain's normalized value, w the weight's (0 without one;
+// the rmsnorm_modulate_fp32 chain rounds h before the weight, whose subnormal error it scales).
+double modulate_bound(DType t, ModulateFp32Op op, double n, double scale, double shift, double w) {
+  const double u = unit_roundoff(t), eta = half_min_subnormal(t), a = std::fabs(1.0 + scale);
+  const double relative = std::fabs(n) * a + std::fabs(shift);
+  if (op == ModulateFp32Op::rmsnorm_modulate_fp32)
+    return 7.0 * u * relative + 2.0 * eta * ((std::fabs(w) + 1.0) * a + 2.0);
+  return 6.0 * u * relative + 2.0 * eta * (a + 2.0);
 }
 
 // The chain's normalized value (before the modulate), for the bound.
@@ -246,12 +265,49 @@ std::string run_norm_scale_shift_bound_case(Device d, DType t, ModulateFp32Op op
   runtime(d).synchronize({});
   const auto n = element_values(normalized.view), sc = broadcast_values(d, m.scale.view, sizes),
              sh = broadcast_values(d, m.shift.view, sizes);
-  const double u = unit_roundoff(t);
+  const auto w = c.weight ? element_values(m.weight.view) : std::vector<double>();
   std::vector<double> bound(n.size());
-  const double factor = op == ModulateFp32Op::rmsnorm_modulate_fp32 ? 7.0 : 6.0;
   for (size_t i = 0; i < n.size(); ++i)
-    bound[i] = factor * u * (std::fabs(n[i] * (1.0 + sc[i])) + std::fabs(sh[i]));
+    bound[i] = modulate_bound(t, op, n[i], sc[i], sh[i], c.weight ? w[i % size_t(c.D)] : 0.0);
   return check_within(fused.view, chain.view, bound, max_ratio);
+}
+
+std::string run_norm_scale_shift_subnormal_case(Device d, int* beyond_relative) {
+  constexpr int64_t kRows = 1024, kD = 64;
+  constexpr double kScale = 31.0;
+  const DType t = DType::f16;
+  // Row r: 2^-6, 63/64 + j 2^-11 (j = 1, 2) and 31 pairs +-v (v = 1 + (r % 512) 2^-10): the mean is
+  // 2^-6 + j 2^-17, so element 0 normalizes to about -j 2^-17 / v, an f16 subnormal.
+  std::vector<double> x(size_t(kRows * kD));
+  for (int64_t r = 0; r < kRows; ++r) {
+    const double v = 1.0 + std::ldexp(double(r % 512), -10), j = double(1 + r / 512);
+    for (int64_t k = 0; k < kD; ++k)
+      x[size_t(r * kD + k)] = k == 0 ? std::ldexp(1.0, -6) : k == 1 ? 63.0 / 64.0 + std::ldexp(j, -11) : k % 2 ? v : -v;
+  }
+  const NormFp32Case c{.name = "subnormal_n", .S = kRows, .D = kD};
+  ModulateOperands m;
+  m.x = value_tensor(d, t, {1, kRows, kD}, x);
+  m.scale = value_tensor(d, t, {1, 1, kD}, std::vector<double>(size_t(kD), kScale));
+  m.shift = value_tensor(d, t, {1, 1, kD}, std::vector<double>(size_t(kD), 0.0));
+  const auto op = ModulateFp32Op::norm_scale_shift;
+  const std::vector<int64_t> sizes = {1, kRows, kD};
+  auto fused = poisoned_tensor(d, t, sizes, kOutputPoison), chain = poisoned_tensor(d, t, sizes, kOutputPoison),
+       normalized = poisoned_tensor(d, t, sizes, kOutputPoison);
+  eager::Workspace ws(d);
+  lossless_chain(op, c, m, chain.view, ws);
+  lossless_norm(op, c, m, normalized.view, ws);
+  std::string why;
+  if (!can_use_modulate(op, c, m, fused.view, &why)) return "rejected: " + why;
+  run_modulate(op, c, m, fused.view);
+  runtime(d).synchronize({});
+  const auto n = element_values(normalized.view), f = element_values(fused.view), e = element_values(chain.view);
+  std::vector<double> bound(n.size());
+  *beyond_relative = 0;
+  for (size_t i = 0; i < n.size(); ++i) {
+    bound[i] = modulate_bound(t, op, n[i], kScale, 0.0, 0.0);
+    *beyond_relative += std::fabs(f[i] - e[i]) > 6.0 * unit_roundoff(t) * std::fabs(n[i] * (1.0 + kScale));
+  }
+  return check_within(fused.view, chain.view, bound, nullptr);
 }
 
 namespace {
@@ -308,20 +364,32 @@ std::string run_rmsnorm_tanh_residual_fp32_bound_case(Device d, DType t, const N
   rmsnorm_tanh_residual_fp32(g.residual.view, g.gate.view, g.y.view, g.w, c.eps, fused.view);
   runtime(d).synchronize({});
   const auto n = element_values(normalized.view), gate = broadcast_values(d, g.gate.view, sizes),
-             residual = element_values(g.residual.view);
-  const double u = unit_roundoff(t);
-  std::vector<double> bound(n.size());
-  for (size_t i = 0; i < n.size(); ++i)
-    bound[i] = 10.0 * u * (std::fabs(std::tanh(gate[i]) * n[i]) + std::fabs(residual[i]));
-  // Outside the contract: rows where the chain's squares overflow the storage dtype (f16 |y| >= 256)
-  // and its statistics become Inf; the fp32 op stays finite there. No bound on those rows.
-  const auto y = element_values(g.y.view);
+             residual = element_values(g.residual.view), y = element_values(g.y.view);
+  const auto w = c.weight ? element_values(g.weight.view) : std::vector<double>();
+  const double u = unit_roundoff(t), eta = half_min_subnormal(t);
   const double largest = t == DType::f16 ? 65504.0 : 3.0e38;
-  for (size_t row = 0; row * size_t(c.D) < y.size(); ++row) {
+  const size_t cols = size_t(c.D);
+  std::vector<double> bound(n.size());
+  for (size_t row = 0; row * cols < y.size(); ++row) {
     bool overflow = false;
-    for (size_t k = row * size_t(c.D); k < (row + 1) * size_t(c.D); ++k) overflow |= y[k] * y[k] > largest;
-    if (overflow)
-      for (size_t k = row * size_t(c.D); k < (row + 1) * size_t(c.D); ++k) bound[k] = kOutsideContract;
+    double mean_square = 0.0;
+    for (size_t k = row * cols; k < (row + 1) * cols; ++k) {
+      overflow |= y[k] * y[k] > largest;
+      mean_square += y[k] * y[k] / double(c.D);
+    }
+    for (size_t k = row * cols; k < (row + 1) * cols; ++k) {
+      // Outside the contract: rows where the chain's squares overflow the storage dtype (f16 |y| >=
+      // 256) and its statistics become Inf (the fp32 op stays finite), and rows whose statistics
+      // underflow it (mean(y^2) + eps < 16 eta).
+      if (overflow || mean_square + c.eps < 16.0 * eta) {
+        bound[k] = kOutsideContract;
+        continue;
+      }
+      const double tg = std::fabs(std::tanh(gate[k])), tn = tg * std::fabs(n[k]);
+      bound[k] = 10.0 * u * (tn + std::fabs(residual[k])) +
+                 eta * (3.0 * tn / (mean_square + c.eps) + 2.0 * tg * ((c.weight ? std::fabs(w[k % cols]) : 0.0) + 1.0) +
+                        2.0 * std::fabs(n[k]) + 4.0);
+    }
   }
   return check_within(fused.view, chain.view, bound, max_ratio);
 }

@@ -68,15 +68,24 @@ enum class ModulateFp32Op { norm_scale_shift, rmsnorm_modulate_fp32 };
 // fp32_chain_takes_another_path.
 std::string run_norm_scale_shift_exact_case(Device d, DType t, ModulateFp32Op op, const NormFp32Case& c,
                                             uint64_t seed);
-// The op vs the lossless chain: every element within 6u (rmsnorm_modulate_fp32: 7u) times
-// (|n (1 + scale)| + |shift|), NaN/Inf where the chain has them. `max_ratio` receives the largest |out - chain| / bound seen.
+// The op vs the lossless chain: every element within 6u (|n (1 + scale)| + |shift|) + 2 eta (|1 +
+// scale| + 2) (rmsnorm_modulate_fp32: 7u (...) + 2 eta ((|weight| + 1) |1 + scale| + 2)), eta half
+// the dtype's smallest subnormal; NaN/Inf where the chain has them. `max_ratio` receives the largest
+// |out - chain| / bound seen.
 std::string run_norm_scale_shift_bound_case(Device d, DType t, ModulateFp32Op op, const NormFp32Case& c,
                                             uint64_t seed, double* max_ratio = nullptr);
+// norm_scale_shift (layer_norm, f16) on rows built so that one element normalizes to an f16
+// subnormal (about 2^-18 to 2^-16), with 1 + scale = 32 and shift 0: "" when every element is within
+// the stated bound; `beyond_relative` receives how many elements exceed its relative part 6u |n (1 +
+// scale)| alone (the chain's absolute rounding error of such an n, times 32).
+std::string run_norm_scale_shift_subnormal_case(Device d, int* beyond_relative);
 
 // rmsnorm_tanh_residual_fp32 (y = the case's x, residual [B, S, D], gate in the case's mode, weight
 // if the case has one) vs its fp32 chain, bit for bit.
 std::string run_rmsnorm_tanh_residual_fp32_exact_case(Device d, DType t, const NormFp32Case& c, uint64_t seed);
-// The same op vs the storage-dtype chain: within 10u (|tanh(gate) n| + |residual|).
+// The same op vs the storage-dtype chain: within 10u (|tanh(gate) n| + |residual|) + eta (3
+// |tanh(gate) n| / (mean(y^2) + eps) + 2 |tanh(gate)| (|weight| + 1) + 2 |n| + 4), on rows whose
+// squares do not overflow and whose statistics clear underflow (mean(y^2) + eps >= 16 eta).
 std::string run_rmsnorm_tanh_residual_fp32_bound_case(Device d, DType t, const NormFp32Case& c, uint64_t seed,
                                                       double* max_ratio = nullptr);
 

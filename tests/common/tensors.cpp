@@ -134,6 +134,14 @@ double unit_roundoff(DType t) {
   }
 }
 
+double half_min_subnormal(DType t) {
+  switch (t) {
+    case DType::bf16: return std::ldexp(1.0, -134);
+    case DType::f16: return std::ldexp(1.0, -25);
+    default: return std::ldexp(1.0, -150);
+  }
+}
+
 bool fully_written(const TensorView& v, uint8_t pattern) {
   auto bytes = gather_bytes(v);
   const size_t es = dtype_size(v.dtype());

@@ -42,6 +42,9 @@ std::string compare_bits(const TensorView& fused, const TensorView& eager, bool 
 std::vector<double> element_values(const TensorView& v);
 // The unit roundoff of a storage dtype: 2^-8 (bf16), 2^-11 (f16), 2^-24 (f32).
 double unit_roundoff(DType t);
+// Half the smallest subnormal of a storage dtype, the largest error of rounding a value below the
+// normal range to it: 2^-134 (bf16), 2^-25 (f16), 2^-150 (f32).
+double half_min_subnormal(DType t);
 // True when no element of `v` still has every byte equal to `pattern`.
 bool fully_written(const TensorView& v, uint8_t pattern);
 // Set by DFUSE_GPU_TEST_SMALL=1 (compute-sanitizer runs): skip model-size shapes.

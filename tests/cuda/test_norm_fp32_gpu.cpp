@@ -46,6 +46,12 @@ TEST_P(NormFp32Gpu, NormScaleShiftStaysWithinItsBound) {
   }
 }
 
+TEST(NormFp32SubnormalGpu, NormScaleShiftBoundCoversSubnormalN) {
+  int beyond_relative = 0;
+  EXPECT_EQ(run_norm_scale_shift_subnormal_case(kGpu, &beyond_relative), "");
+  EXPECT_GT(beyond_relative, 0);
+}
+
 TEST_P(NormFp32Gpu, RmsnormModulateFp32MatchesAndStaysWithinItsBound) {
   uint64_t seed = 9200;
   for (const auto& c : gpu_cases()) {

@@ -51,6 +51,15 @@ TEST_P(NormFp32Host, NormScaleShiftStaysWithinItsBound) {
   }
 }
 
+// The stated bound holds where n is an f16 subnormal and 1 + scale = 32, where the purely relative
+// bound 6u (|n (1 + scale)| + |shift|) does not (the GPU run of a5af09d failed it on FLUX.1 rows).
+TEST(NormFp32SubnormalHost, NormScaleShiftBoundCoversSubnormalN) {
+  int beyond_relative = 0;
+  EXPECT_EQ(run_norm_scale_shift_subnormal_case(Device::host(), &beyond_relative), "");
+  std::printf("norm_scale_shift f16, subnormal n: %d elements beyond the relative part\n", beyond_relative);
+  EXPECT_GT(beyond_relative, 0);
+}
+
 TEST_P(NormFp32Host, RmsnormModulateFp32MatchesFp32ChainAndStaysWithinItsBound) {
   uint64_t seed = 1200;
   double worst = 0.0;

@@ -67,8 +67,7 @@ int64_t check_one_rounding(DType t, RmsNormChain chain, const FormsCase& c, uint
   fused_inplace_qknorm_rope_one_rounding(chain, q.view, k.view, &qw.view, &qw.view, kEps, cos.view, sin.view);
   const std::vector<float> f = values(q.view), e = values(split.view), n = values(normed.view),
                            cs = values(cos.view), sn = values(sin.view);
-  const double u = t == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-  const double d = t == DType::bf16 ? std::ldexp(1.0, -134) : std::ldexp(1.0, -25);
+  const double u = unit_roundoff(t), d = half_min_subnormal(t);
   int64_t differ = 0;
   const int64_t half = c.rot / 2;
   for (int64_t i = 0; i < int64_t(f.size()); ++i) {

@@ -55,10 +55,13 @@ void qk_head_layernorm(const TensorView& q, const TensorView& k, const TensorVie
 // layernorm_modulate, out = F.layer_norm(x, (D,), weight=1 + scale, bias=shift, eps): the modulate
 // folded into LayerNorm's affine step, so the normalized value and the product are not rounded to
 // the storage dtype. Contract against the lossless chain F.layer_norm(x, (D,), eps=eps) *
-// (1 + scale) + shift: close, |out - chain| <= 4u * (|n * (1 + scale)| + |shift|) per element,
-// with n the chain's normalized value and u the dtype's unit roundoff (2^-8 bf16, 2^-11 f16, 2^-24
-// f32); bit-exact against torch's F.layer_norm(x, (D,), (1 + scale).reshape(D), shift.reshape(D),
-// eps) (1 + scale rounded to the dtype first, as eager; aten's path for x and shift).
+// (1 + scale) + shift: close,
+//   |out - chain| <= 4u * (|n * (1 + scale)| + |shift|) + 2 eta * (|1 + scale| + 2)   per element,
+// with n the chain's normalized value, u the dtype's unit roundoff (2^-8 bf16, 2^-11 f16, 2^-24 f32)
+// and eta half its smallest subnormal (2^-134, 2^-25, 2^-150: the chain's roundings below the normal
+// range err by up to eta, n's times |1 + scale|); bit-exact against torch's F.layer_norm(x, (D,),
+// (1 + scale).reshape(D), shift.reshape(D), eps) (1 + scale rounded to the dtype first, as eager;
+// aten's path for x and shift).
 //   x:            [..., D], rank 1..4, last dim contiguous, any outer strides
 //   scale, shift: one row for all of x ([D], [1, D], [1, 1, D], a chunk(6) slice of a [1, 1, 6D]
 //                 table), last dim contiguous
@@ -132,13 +135,14 @@ void scale_residual_norm_scale_shift(ResidualNorm norm, const TensorView& residu
 // it takes for x (and weight, bias), the normalized value kept in float, 1 + scale, the product and
 // the sum in float, one rounding to the storage dtype. Contract: close to that chain (whose n, 1 +
 // scale, product and sum are each rounded to the storage dtype):
-//   |out - chain| <= 6u * (|n * (1 + scale)| + |shift|)   per element,
-// n the chain's normalized value, u the unit roundoff (2^-8 bf16, 2^-11 f16, 2^-24 f32); NaN/Inf
-// inputs give NaN/Inf where the chain has them; in f32 the two are equal. Bit-exact against the fp32
-// chain (norm(x.float(), (D,), weight.float(), bias.float(), eps) * (1 + scale.float()) +
-// shift.float()).to(x.dtype) (Wan's form) whenever aten takes the same path for x as for x.float():
-// always in f32; in bf16/f16 when D % 4 != 0 or x, weight, bias are 4-element aligned (or x
-// non-contiguous).
+//   |out - chain| <= 6u * (|n * (1 + scale)| + |shift|) + 2 eta * (|1 + scale| + 2)   per element,
+// n the chain's normalized value, u the unit roundoff (2^-8 bf16, 2^-11 f16, 2^-24 f32), eta half
+// the smallest subnormal (2^-134 bf16, 2^-25 f16, 2^-150 f32: the chain's roundings below the normal
+// range err by up to eta, n's times |1 + scale|); NaN/Inf inputs give NaN/Inf where the chain has
+// them; in f32 the two are equal. Bit-exact against the fp32 chain (norm(x.float(), (D,),
+// weight.float(), bias.float(), eps) * (1 + scale.float()) + shift.float()).to(x.dtype) (Wan's
+// form) whenever aten takes the same path for x as for x.float(): always in f32; in bf16/f16 when
+// D % 4 != 0 or x, weight, bias are 4-element aligned (or x non-contiguous).
 //   x:            [..., D], rank 1..4, last dim contiguous, any outer strides, 1 <= D <= 8192
 //   weight:       null or [D] contiguous, x's dtype
 //   bias:         layer_norm: null or [D] contiguous, x's dtype; rms_norm: must be null

@@ -125,12 +125,14 @@ void rmsnorm_tanh_residual(const TensorView& residual, const TensorView& gate, c
 // with fp32 internals: the float mean in Reduce.cuh's order for M rows (as the chain), h and h *
 // weight, 1 + scale, the product and the sum in float, one rounding. The kernel is norm_scale_shift's
 // (ops/norm/norm_fp32_rows.h) with these statistics. Contract: close to the chain,
-//   |out - chain| <= 7u * (|n * (1 + scale)| + |shift|)   per element,
-// n the chain's normalized value, u the unit roundoff (the chain rounds h and h * weight: one
-// rounding more than norm_scale_shift's); bit-exact against the chain on float copies,
-// (RMSNorm(x.float()) [weight.float()] * (1 + scale.float()) + shift.float()).to(x.dtype), and in f32
-// against the chain itself. Operands as norm_scale_shift (no bias); refused where torch's float
-// mean would split a row across warps (D above about 8160).
+//   |out - chain| <= 7u * (|n * (1 + scale)| + |shift|) + 2 eta * ((|weight| + 1) * |1 + scale| + 2)
+// per element, n the chain's normalized value, u the unit roundoff, eta half the smallest subnormal
+// (as norm_scale_shift), |weight| 0 without a weight (the chain rounds h and h * weight: one
+// rounding more than norm_scale_shift's, whose error below the normal range the weight scales);
+// bit-exact against the chain on float copies, (RMSNorm(x.float()) [weight.float()] * (1 +
+// scale.float()) + shift.float()).to(x.dtype), and in f32 against the chain itself. Operands as
+// norm_scale_shift (no bias); refused where torch's float mean would split a row across warps (D
+// above about 8160).
 bool can_use_rmsnorm_modulate_fp32(const TensorView& x, const TensorView* weight, double eps, const TensorView& scale,
                                    const TensorView& shift, const TensorView& out, std::string* why = nullptr);
 void rmsnorm_modulate_fp32(const TensorView& x, const TensorView* weight, double eps, const TensorView& scale,
@@ -145,11 +147,15 @@ void rmsnorm_modulate_fp32(const TensorView& x, const TensorView* weight, double
 // It is that chain run on float copies and rounded once: bit-exact against
 //   (residual.float() + torch.tanh(gate.float()) * RMSNorm(y.float()) [weight.float()]).to(y.dtype)
 // and, in f32, against the chain itself. Contract against the bf16/f16 chain: close,
-//   |out - chain| <= 10u * (|tanh(gate) * n| + |residual|)   per element,
-// n the chain's RMSNorm(y), u the unit roundoff (2^-8 bf16, 2^-11 f16), where the chain's own
-// intermediates do not overflow (f16 squares of |y| > 256 are Inf in the chain). Operands as
-// rmsnorm_tanh_residual; refused where torch's float mean would split a row across warps (D above
-// about 8160; the decomposed chain's limit).
+//   |out - chain| <= 10u * (|tanh(gate) * n| + |residual|) + eta * (3 |tanh(gate) * n| / (m + eps)
+//                    + 2 |tanh(gate)| * (|weight| + 1) + 2 |n| + 4)   per element,
+// n the chain's RMSNorm(y), m = mean(y^2) over the row, u the unit roundoff (2^-8 bf16, 2^-11 f16),
+// eta half the smallest subnormal (2^-134 bf16, 2^-25 f16: the chain's roundings below the normal
+// range err by up to eta, its statistics' too), |weight| 0 without a weight, where the chain's own
+// intermediates do not overflow (f16 squares of |y| > 256 are Inf in the chain) and its statistics
+// stay clear of underflow (m + eps >= 16 eta; f16: 4.8e-7). Operands as rmsnorm_tanh_residual;
+// refused where torch's float mean would split a row across warps (D above about 8160; the
+// decomposed chain's limit).
 bool can_use_rmsnorm_tanh_residual_fp32(const TensorView& residual, const TensorView& gate, const TensorView& y,
                                         const TensorView* weight, double eps, const TensorView& out,
                                         std::string* why = nullptr);
