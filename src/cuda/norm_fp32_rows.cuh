@@ -71,22 +71,25 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
     __syncthreads();
     const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
-    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
-      const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
-      const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
-      Pack<T, VEC> x, w, c;
-      x.load(row + j);
-      if (p.weight) w.load(static_cast<const T*>(p.weight) + j);
-      if (p.bias) c.load(static_cast<const T*>(p.bias) + j);
-      Pack<T, VEC> o;
+    with_norm_fp32_element(p, [&](auto element) {
+      using Element = decltype(element);
+      for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+        const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
+        const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
+        Pack<T, VEC> x, w, c;
+        x.load(row + j);
+        if constexpr (Element::kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
+        if constexpr (Element::kHasBias) c.load(static_cast<const T*>(p.bias) + j);
+        Pack<T, VEC> o;
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        const float normed = norm_fp32_element(p, S::load(x.get(e)), stats, int((j + e) % 4),
-                                               p.weight ? S::load(w.get(e)) : 1.0f, p.bias ? S::load(c.get(e)) : 0.0f);
-        o.set(e, epi(normed, a.get(e), b.get(e)));
+        for (int e = 0; e < VEC; ++e) {
+          const float we = Element::kHasWeight ? S::load(w.get(e)) : 1.0f;
+          const float ce = Element::kHasBias ? S::load(c.get(e)) : 0.0f;
+          o.set(e, epi(element(S::load(x.get(e)), stats, int((j + e) % 4), we, ce), a.get(e), b.get(e)));
+        }
+        o.store_global(out + j);
       }
-      o.store_global(out + j);
-    }
+    });
     __syncthreads();  // the next row overwrites the staged one
   }
 }

@@ -50,15 +50,50 @@ DFUSE_HD int norm_fp32_mean_shift(const NormFp32RowsParams& p, int64_t row) {
   return p.mean.vectorized ? int((row * p.rows.geom.cols) % p.mean.vec) : 0;
 }
 
-// The normalized element in float (before any rounding); k4 = the element's position in its
-// 4-element chunk (the LayerNorm beta-only artefact depends on it).
+// The normalized element in float (before any rounding), for one statistics kind, aten path and presence
+// of weight and bias fixed at compile time; k4 = the element's position in its 4-element chunk (the
+// LayerNorm beta-only artefact depends on it).
+template <Fp32NormStats kStats, LayerNormPath kPath, bool kWeight, bool kBias>
+struct NormFp32Element {
+  static constexpr bool kHasWeight = kWeight, kHasBias = kBias;
+  DFUSE_HD float operator()(float x, NormRowStats s, int k4, float weight, float bias) const {
+    if constexpr (kStats == Fp32NormStats::layer_norm)
+      return layer_norm_element(kPath, x, s.mean, s.rstd, kWeight, weight, kBias, bias, k4);
+    if constexpr (kStats == Fp32NormStats::torch_rms_norm) return torch_rms_norm_element(x, s.rstd, kWeight, weight);
+    return decomposed_rms_norm_element<float>(x, s.rstd, kWeight, weight);  // (x * r) * weight
+  }
+};
+
+// f(NormFp32Element<p.stats, p.path, p has a weight, p has a bias>{}): kernels branch on these once, not per
+// element. (The RMSNorm statistics take no bias and do not depend on the path.)
+template <typename F>
+DFUSE_HD decltype(auto) with_norm_fp32_element(const NormFp32RowsParams& p, F&& f) {
+  using enum Fp32NormStats;
+  constexpr LayerNormPath vec = LayerNormPath::vectorized, gen = LayerNormPath::generic;
+  const bool w = p.weight != nullptr, b = p.bias != nullptr;
+  if (p.stats == layer_norm && p.path == gen) {
+    if (w)
+      return b ? f(NormFp32Element<layer_norm, gen, true, true>{})
+               : f(NormFp32Element<layer_norm, gen, true, false>{});
+    return b ? f(NormFp32Element<layer_norm, gen, false, true>{}) : f(NormFp32Element<layer_norm, gen, false, false>{});
+  }
+  if (p.stats == layer_norm) {
+    if (w)
+      return b ? f(NormFp32Element<layer_norm, vec, true, true>{})
+               : f(NormFp32Element<layer_norm, vec, true, false>{});
+    return b ? f(NormFp32Element<layer_norm, vec, false, true>{}) : f(NormFp32Element<layer_norm, vec, false, false>{});
+  }
+  if (p.stats == torch_rms_norm)
+    return w ? f(NormFp32Element<torch_rms_norm, vec, true, false>{})
+             : f(NormFp32Element<torch_rms_norm, vec, false, false>{});
+  return w ? f(NormFp32Element<mean_of_squares, vec, true, false>{})
+           : f(NormFp32Element<mean_of_squares, vec, false, false>{});
+}
+
+// The same with everything read per call.
 DFUSE_HD float norm_fp32_element(const NormFp32RowsParams& p, float x, NormRowStats s, int k4, float weight,
                                  float bias) {
-  const bool has_weight = p.weight != nullptr;
-  if (p.stats == Fp32NormStats::layer_norm)
-    return layer_norm_element(p.path, x, s.mean, s.rstd, has_weight, weight, p.bias != nullptr, bias, k4);
-  if (p.stats == Fp32NormStats::torch_rms_norm) return torch_rms_norm_element(x, s.rstd, has_weight, weight);
-  return decomposed_rms_norm_element<float>(x, s.rstd, has_weight, weight);  // (x * r) * weight
+  return with_norm_fp32_element(p, [&](auto element) { return element(x, s, k4, weight, bias); });
 }
 
 // The row's statistics on the host (load(k): element k as float; `row`: the row's flat index).
