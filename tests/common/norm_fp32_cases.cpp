@@ -250,26 +250,43 @@ std::string run_norm_scale_shift_exact_case(Device d, DType t, ModulateFp32Op op
       [&](const TensorView& out, eager::Workspace& ws) { exact_chain(op, t, c, m, out, ws); });
 }
 
+namespace {
+
+// The fused op, the lossless chain and the chain's normalized value (for the bound) on the same operands;
+// `why` is set (and the tensors left poisoned) when the op's guards refuse them.
+struct ModulateBoundRun {
+  TestTensor fused, chain, normalized;
+  std::string why;
+};
+
+ModulateBoundRun run_modulate_and_lossless_chain(Device d, DType t, ModulateFp32Op op, const NormFp32Case& c,
+                                                 const ModulateOperands& m, const std::vector<int64_t>& sizes) {
+  ModulateBoundRun r{poisoned_tensor(d, t, sizes, kOutputPoison), poisoned_tensor(d, t, sizes, kOutputPoison),
+                     poisoned_tensor(d, t, sizes, kOutputPoison), {}};
+  eager::Workspace ws(d);
+  lossless_chain(op, c, m, r.chain.view, ws);
+  lossless_norm(op, c, m, r.normalized.view, ws);
+  if (!can_use_modulate(op, c, m, r.fused.view, &r.why)) return r;
+  run_modulate(op, c, m, r.fused.view);
+  runtime(d).synchronize({});
+  return r;
+}
+
+}  // namespace
+
 std::string run_norm_scale_shift_bound_case(Device d, DType t, ModulateFp32Op op, const NormFp32Case& c,
                                             uint64_t seed, double* max_ratio) {
   ModulateOperands m = make_modulate(d, t, c, seed);
   const auto sizes = x_sizes(c);
-  auto fused = poisoned_tensor(d, t, sizes, kOutputPoison), chain = poisoned_tensor(d, t, sizes, kOutputPoison),
-       normalized = poisoned_tensor(d, t, sizes, kOutputPoison);
-  eager::Workspace ws(d);
-  lossless_chain(op, c, m, chain.view, ws);
-  lossless_norm(op, c, m, normalized.view, ws);
-  std::string why;
-  if (!can_use_modulate(op, c, m, fused.view, &why)) return "rejected: " + why;
-  run_modulate(op, c, m, fused.view);
-  runtime(d).synchronize({});
-  const auto n = element_values(normalized.view), sc = broadcast_values(d, m.scale.view, sizes),
+  const ModulateBoundRun run = run_modulate_and_lossless_chain(d, t, op, c, m, sizes);
+  if (!run.why.empty()) return "rejected: " + run.why;
+  const auto n = element_values(run.normalized.view), sc = broadcast_values(d, m.scale.view, sizes),
              sh = broadcast_values(d, m.shift.view, sizes);
   const auto w = c.weight ? element_values(m.weight.view) : std::vector<double>();
   std::vector<double> bound(n.size());
   for (size_t i = 0; i < n.size(); ++i)
     bound[i] = modulate_bound(t, op, n[i], sc[i], sh[i], c.weight ? w[i % size_t(c.D)] : 0.0);
-  return check_within(fused.view, chain.view, bound, max_ratio);
+  return check_within(run.fused.view, run.chain.view, bound, max_ratio);
 }
 
 std::string run_norm_scale_shift_subnormal_case(Device d, int* beyond_relative) {
@@ -290,24 +307,17 @@ std::string run_norm_scale_shift_subnormal_case(Device d, int* beyond_relative) 
   m.scale = value_tensor(d, t, {1, 1, kD}, std::vector<double>(size_t(kD), kScale));
   m.shift = value_tensor(d, t, {1, 1, kD}, std::vector<double>(size_t(kD), 0.0));
   const auto op = ModulateFp32Op::norm_scale_shift;
-  const std::vector<int64_t> sizes = {1, kRows, kD};
-  auto fused = poisoned_tensor(d, t, sizes, kOutputPoison), chain = poisoned_tensor(d, t, sizes, kOutputPoison),
-       normalized = poisoned_tensor(d, t, sizes, kOutputPoison);
-  eager::Workspace ws(d);
-  lossless_chain(op, c, m, chain.view, ws);
-  lossless_norm(op, c, m, normalized.view, ws);
-  std::string why;
-  if (!can_use_modulate(op, c, m, fused.view, &why)) return "rejected: " + why;
-  run_modulate(op, c, m, fused.view);
-  runtime(d).synchronize({});
-  const auto n = element_values(normalized.view), f = element_values(fused.view), e = element_values(chain.view);
+  const ModulateBoundRun run = run_modulate_and_lossless_chain(d, t, op, c, m, {1, kRows, kD});
+  if (!run.why.empty()) return "rejected: " + run.why;
+  const auto n = element_values(run.normalized.view), f = element_values(run.fused.view),
+             e = element_values(run.chain.view);
   std::vector<double> bound(n.size());
   *beyond_relative = 0;
   for (size_t i = 0; i < n.size(); ++i) {
     bound[i] = modulate_bound(t, op, n[i], kScale, 0.0, 0.0);
     *beyond_relative += std::fabs(f[i] - e[i]) > 6.0 * unit_roundoff(t) * std::fabs(n[i] * (1.0 + kScale));
   }
-  return check_within(fused.view, chain.view, bound, nullptr);
+  return check_within(run.fused.view, run.chain.view, bound, nullptr);
 }
 
 namespace {
