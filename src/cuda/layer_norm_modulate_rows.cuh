@@ -5,7 +5,8 @@
 // Vectorized rows up to 6144 elements keep their x chunks in registers (all loads issued before the
 // reduction, x read once); longer rows and the generic path re-read their elements after the
 // reduction (from L1/L2). Each thread then computes its elements with the epilogue `Epi` from x,
-// the row statistics and the scale/shift elements, and writes once. In place is safe: a thread
+// the row statistics and the scale/shift elements (on packed pairs where the epilogue has a pair form,
+// LayerNormPairEpilogue), and writes once. In place is safe: a thread
 // writes only elements it has read itself after the row's statistics are complete.
 //
 // Epi provides: template <LayerNormPath P, typename T>
@@ -17,12 +18,21 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/layer_norm_stats.cuh"
+#include "cuda/paired_arith.cuh"
 #include "ops/norm/layernorm_modulate.h"
 
 namespace dfuse::detail {
 
 struct VecFlags {
   bool x, scale, shift, out;
+};
+
+// An epilogue's form on packed pairs of 16-bit values (cuda/paired_arith.cuh), where it has one:
+// specialized with `static float normalized<P>(x, mean, rstd, k4)` (the value before its rounding to T)
+// and `static uint32_t apply<T>(normed, scale, shift)` on words of two elements.
+template <typename Epi>
+struct LayerNormPairEpilogue {
+  static constexpr bool kDefined = false;
 };
 
 // The vectorized kernel keeps up to `Cached` chunks of x per thread in registers (all loaded before
@@ -46,9 +56,24 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
   const auto emit = [&](int64_t i, const Chunk4<T>& xc, const Chunk4<T>& sc, const Chunk4<T>& hc, float mean,
                         float rstd) {
     Chunk4<T> oc;
+    if constexpr (sizeof(T) == 2 && LayerNormPairEpilogue<Epi>::kDefined) {
+      using Pair = LayerNormPairEpilogue<Epi>;
+      constexpr LayerNormPath kPath = LayerNormPath::vectorized;
+      uint32_t sw[2], hw[2], ow[2];
+      memcpy(sw, &sc, sizeof(sw));
+      memcpy(hw, &hc, sizeof(hw));
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      oc.v[k] = Epi::template apply<LayerNormPath::vectorized>(S::load(xc.v[k]), mean, rstd, k, sc.v[k], hc.v[k]);
+      for (int k = 0; k < 2; ++k) {
+        const float a = Pair::template normalized<kPath>(S::load(xc.v[2 * k]), mean, rstd, 2 * k);
+        const float b = Pair::template normalized<kPath>(S::load(xc.v[2 * k + 1]), mean, rstd, 2 * k + 1);
+        ow[k] = Pair::template apply<T>(PairedArith<T>::pack(a, b), sw[k], hw[k]);
+      }
+      memcpy(&oc, ow, sizeof(ow));
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        oc.v[k] = Epi::template apply<LayerNormPath::vectorized>(S::load(xc.v[k]), mean, rstd, k, sc.v[k], hc.v[k]);
+      }
     }
     if (vec.out) {
       *reinterpret_cast<Chunk4<T>*>(out + 4 * i) = oc;

@@ -25,10 +25,14 @@ struct LayernormModulateParams {
 // The element of layernorm_modulate: x's normalized value in `P` (affine-free), rounded to T, then
 // ops/adaln/modulate_scale_shift.h's three roundings. (k4: position in the 4-element chunk.)
 struct ModulateEpilogue {
+  // The normalized value before its rounding to T.
+  template <LayerNormPath P>
+  static DFUSE_HD float normalized(float x, float mean, float rstd, int k4) {
+    return layer_norm_element(P, x, mean, rstd, false, 1.0f, false, 0.0f, k4);
+  }
   template <LayerNormPath P, typename T>
   static DFUSE_HD T apply(float x, float mean, float rstd, int k4, T scale, T shift) {
-    const float t = layer_norm_element(P, x, mean, rstd, false, 1.0f, false, 0.0f, k4);
-    return ModulateScaleShift<T>{}(Storage<T>::store(t), scale, shift);
+    return ModulateScaleShift<T>{}(Storage<T>::store(normalized<P>(x, mean, rstd, k4)), scale, shift);
   }
 };
 
