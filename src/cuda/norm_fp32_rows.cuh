@@ -71,7 +71,9 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
     __syncthreads();
     const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
-    with_norm_fp32_element(p, [&](auto element) {
+    constexpr LayerNormPath kPath =
+        kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
+    with_norm_fp32_element<kPath>(p, [&](auto element) {
       using Element = decltype(element);
       for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
         const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);

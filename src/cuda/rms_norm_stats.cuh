@@ -28,6 +28,7 @@
 #pragma once
 
 #include "common/rms_norm_arith.h"
+#include "ops/norm/rmsnorm_rows.h"
 
 namespace dfuse::detail {
 
@@ -103,17 +104,17 @@ __device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor
 // sequence around each): both halves of a warp call these together (half_warp_row).
 constexpr int kLaneElements = 8;
 
-// A grid-stride loop over rows by half-warps that keeps both halves of a warp together: the warp takes
-// rows warp_first .. warp_first + 2R - 1 (R rows per half) and runs while warp_first < rows; the half's
-// row `pair` (< R) is warp_first + 2 pair + its half. A half given a row past the last redoes row
-// warp_first (read before the shuffles, written by its owner after them) and must not write (`writes`).
 // Rows a half-warp takes per iteration, all loaded before any is reduced, for rows of 128 K elements: 32
-// bytes of loads in flight per lane (one 16-byte load at a time left too few bytes in flight per SM to
-// cover HBM's latency at the occupancy these kernels reach).
+// bytes of loads in flight per lane for 16-bit T (64 for f32 rows of 128); one 16-byte load at a time left
+// too few bytes in flight per SM to cover HBM's latency at the occupancy these kernels reach.
 constexpr int half_warp_rows_in_flight(int K) { return K == 1 ? 2 : 1; }
 
-__device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int pair, uint32_t rows, bool& writes) {
-  const uint32_t mine = warp_first + 2 * uint32_t(pair) + (threadIdx.x / 16) % 2;
+// A grid-stride loop over rows by half-warps that keeps both halves of a warp together: the warp takes
+// rows warp_first .. warp_first + 2R - 1 (R rows per half) and runs while warp_first < rows; the half's
+// row `slot` (< R) is warp_first + 2 slot + its half. A half given a row past the last redoes row
+// warp_first (read before the shuffles, written by its owner after them) and must not write (`writes`).
+__device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int slot, uint32_t rows, bool& writes) {
+  const uint32_t mine = warp_first + 2 * uint32_t(slot) + (threadIdx.x / 16) % 2;
   writes = mine < rows;
   return writes ? mine : warp_first;
 }
@@ -160,6 +161,14 @@ __device__ float half_warp_decomposed_inv_rms(const float (&x)[K][kLaneElements]
     c[b] = add_rn(add_rn(add_rn(acc[0], acc[1]), acc[2]), acc[3]);
   }
   return decomposed_inv_rms(half_warp_chunk_sum(c[0], c[1]), factor, eps);
+}
+
+// The row's rstd (F.rms_norm) or inverse RMS (the decomposed mean) for n's chain; x[k][e] is element
+// 128k + 8j + e.
+template <int K>
+__device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
+  return n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(x, n.eps)
+                                                 : half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
 }
 
 // ---- block per row, the row in shared memory -------------------------------------------------------

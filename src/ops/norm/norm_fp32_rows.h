@@ -64,36 +64,33 @@ struct NormFp32Element {
   }
 };
 
-// f(NormFp32Element<p.stats, p.path, p has a weight, p has a bias>{}): kernels branch on these once, not per
-// element. (The RMSNorm statistics take no bias and do not depend on the path.)
-template <typename F>
+// f(NormFp32Element<p.stats, kPath, p has a weight, p has a bias>{}) for a kernel whose statistics take
+// aten path kPath (p.path when p.stats is layer_norm): kernels branch on these once, not per element. (The
+// RMSNorm elements take no bias and do not depend on the path.)
+template <LayerNormPath kPath, typename F>
 DFUSE_HD decltype(auto) with_norm_fp32_element(const NormFp32RowsParams& p, F&& f) {
   using enum Fp32NormStats;
-  constexpr LayerNormPath vec = LayerNormPath::vectorized, gen = LayerNormPath::generic;
   const bool w = p.weight != nullptr, b = p.bias != nullptr;
-  if (p.stats == layer_norm && p.path == gen) {
-    if (w)
-      return b ? f(NormFp32Element<layer_norm, gen, true, true>{})
-               : f(NormFp32Element<layer_norm, gen, true, false>{});
-    return b ? f(NormFp32Element<layer_norm, gen, false, true>{}) : f(NormFp32Element<layer_norm, gen, false, false>{});
-  }
   if (p.stats == layer_norm) {
     if (w)
-      return b ? f(NormFp32Element<layer_norm, vec, true, true>{})
-               : f(NormFp32Element<layer_norm, vec, true, false>{});
-    return b ? f(NormFp32Element<layer_norm, vec, false, true>{}) : f(NormFp32Element<layer_norm, vec, false, false>{});
+      return b ? f(NormFp32Element<layer_norm, kPath, true, true>{})
+               : f(NormFp32Element<layer_norm, kPath, true, false>{});
+    return b ? f(NormFp32Element<layer_norm, kPath, false, true>{})
+             : f(NormFp32Element<layer_norm, kPath, false, false>{});
   }
   if (p.stats == torch_rms_norm)
-    return w ? f(NormFp32Element<torch_rms_norm, vec, true, false>{})
-             : f(NormFp32Element<torch_rms_norm, vec, false, false>{});
-  return w ? f(NormFp32Element<mean_of_squares, vec, true, false>{})
-           : f(NormFp32Element<mean_of_squares, vec, false, false>{});
+    return w ? f(NormFp32Element<torch_rms_norm, kPath, true, false>{})
+             : f(NormFp32Element<torch_rms_norm, kPath, false, false>{});
+  return w ? f(NormFp32Element<mean_of_squares, kPath, true, false>{})
+           : f(NormFp32Element<mean_of_squares, kPath, false, false>{});
 }
 
 // The same with everything read per call.
 DFUSE_HD float norm_fp32_element(const NormFp32RowsParams& p, float x, NormRowStats s, int k4, float weight,
                                  float bias) {
-  return with_norm_fp32_element(p, [&](auto element) { return element(x, s, k4, weight, bias); });
+  const auto normalize = [&](auto element) { return element(x, s, k4, weight, bias); };
+  if (p.path == LayerNormPath::generic) return with_norm_fp32_element<LayerNormPath::generic>(p, normalize);
+  return with_norm_fp32_element<LayerNormPath::vectorized>(p, normalize);
 }
 
 // The row's statistics on the host (load(k): element k as float; `row`: the row's flat index).

@@ -1,8 +1,8 @@
 // diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel, in two forms with the same bits.
 // - Vectorized (F.rms_norm or the decomposed chain, every row and weight 16-byte aligned; the common case):
-//   half a warp per row (half_warp_rows_in_flight of them loaded at once), lane j holding elements 128k + 8j .. + 7, the statistics from
-//   cuda/rms_norm_stats.cuh's half-warp functions, 16-byte accesses, the weight loaded once per thread;
-//   blockIdx.y picks q or k.
+//   half a warp per row (half_warp_rows_in_flight of them loaded at once), lane j holding elements
+//   128k + 8j .. + 7, the statistics from cuda/rms_norm_stats.cuh's half-warp functions, 16-byte accesses,
+//   the weight loaded once per thread; blockIdx.y picks q or k.
 // - General: a warp per row of q, then of k, in one grid: lane l reads chunks l, l + 32, ... (4 elements
 //   each) of the row, the row's statistic comes from the warp functions, and the lane writes its
 //   elements back.
@@ -135,8 +135,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
     float inv[R];
 #pragma unroll
     for (int b = 0; b < R; ++b)
-      inv[b] = n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(v[b], n.eps)
-                                                       : half_warp_decomposed_inv_rms<K>(v[b], n.mean_factor, n.eps);
+      inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
     with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
       for (int b = 0; b < R; ++b) {
@@ -149,7 +148,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
             float y[kVec];
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
-              const float w = element.kHasWeight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
+              const float w = decltype(element)::kHasWeight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
               y[e] = element(v[b][k][h * kVec + e], inv[b], w);
             }
             pack_rounded<T>(y).store_global(out + 128 * k + h * kVec);

@@ -107,13 +107,6 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
 // lane j ^ 8 (D = 128) or in the lane's other half (D = 256).
 constexpr int kHalfWarps = kRopeThreads / 16;
 
-// The head's rstd (F.rms_norm) or inverse RMS (the decomposed mean); x[k][e] is element 128k + 8j + e.
-template <int K>
-__device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
-  return n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(x, n.eps)
-                                                 : half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
-}
-
 // Output of one head from its normalized values v (lane j's elements 128k + 8j ..): the RoPE, then the
 // stores and the copied row, where `writes`. Every lane of the warp calls it (the partner shuffle).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
@@ -162,6 +155,7 @@ __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, 
   }
 }
 
+// Register bounds: D = 128 at 64 (four blocks per SM; two rows per half-warp), D = 256 at 128 (two blocks).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
 __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qknorm_rope_vec_kernel(QkNormRopeLaunch launch) {
   constexpr int R = half_warp_rows_in_flight(K);
@@ -200,10 +194,8 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qknorm_rope_vec_
 #pragma unroll
         for (int k = 0; k < K; ++k)
 #pragma unroll
-          for (int e = 0; e < kLaneElements; ++e) {
-            const float y = element(v[b][k][e], inv[b], weight[k][e]);
-            v[b][k][e] = p.round_norm ? Storage<T>::round(y) : y;
-          }
+          for (int e = 0; e < kLaneElements; ++e)
+            v[b][k][e] = qknorm_rope_normalized<T>(p, element, v[b][k][e], inv[b], weight[k][e]);
     });
 #pragma unroll
     for (int b = 0; b < R; ++b) qknorm_rope_vec_output<T, Table, M, P, K>(p, v[b], idx[b], first, writes[b]);
@@ -235,11 +227,11 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   const auto parts = unsigned(launch.parts);
   if (vectorized_form_applies(launch)) {  // half a warp per head
     if (d128)
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16 / half_warp_rows_in_flight(1), parts,
-                                                                    stream, launch);
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16 / half_warp_rows_in_flight(1),
+                                                                    parts, stream, launch);
     else
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16 / half_warp_rows_in_flight(2), parts,
-                                                                    stream, launch);
+      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16 / half_warp_rows_in_flight(2),
+                                                                    parts, stream, launch);
   } else if (d128) {  // a warp per head
     launch_rope_kernel<qknorm_rope_kernel<T, Table, M, P, 1>>(device, rows * 32, parts, stream, launch);
   } else {

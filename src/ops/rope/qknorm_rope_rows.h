@@ -56,10 +56,18 @@ struct QkNormRopeLaunch {
 using QkNormRopeEntry = void (*)(const QkNormRopeLaunch& launch, Stream stream);
 
 // The normalized element as the RoPE reads it: rounded to T (split chain) or not (one-rounding form).
+// `element`: the chain's RmsNormElement (with_rms_norm_element).
+template <typename T, typename Element>
+DFUSE_HD float qknorm_rope_normalized(const QkNormRopeRows& p, Element element, float x, float inv, float weight) {
+  const float y = element(x, inv, weight);
+  return p.round_norm ? Storage<T>::round(y) : y;
+}
+
+// The same with the chain read per call.
 template <typename T>
 DFUSE_HD float qknorm_rope_normalized(const QkNormRopeRows& p, float x, float inv, float weight) {
-  const float y = rms_norm_normalized_float<T>(p.norm, x, inv, weight);
-  return p.round_norm ? Storage<T>::round(y) : y;
+  return with_rms_norm_element<T>(
+      p.norm, [&](auto element) { return qknorm_rope_normalized<T>(p, element, x, inv, weight); });
 }
 
 // Output element e < R of a rotate-half head whose normalized values are n(·).
