@@ -60,15 +60,15 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
       using Pair = LayerNormPairEpilogue<Epi>;
       constexpr LayerNormPath kPath = LayerNormPath::vectorized;
       uint32_t sw[2], hw[2], ow[2];
-      memcpy(sw, &sc, sizeof(sw));
-      memcpy(hw, &hc, sizeof(hw));
+      chunk_words(sc, sw);
+      chunk_words(hc, hw);
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
         const float a = Pair::template normalized<kPath>(S::load(xc.v[2 * k]), mean, rstd, 2 * k);
         const float b = Pair::template normalized<kPath>(S::load(xc.v[2 * k + 1]), mean, rstd, 2 * k + 1);
         ow[k] = Pair::template apply<T>(PairedArith<T>::pack(a, b), sw[k], hw[k]);
       }
-      memcpy(&oc, ow, sizeof(ow));
+      oc = chunk_from_words<T>(ow);
     } else {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {

@@ -5,6 +5,9 @@
 // count; every thread receives the row's statistics) or by one warp standing for the block.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+
 #include "common/layer_norm_stats.h"
 
 namespace dfuse::detail {
@@ -14,6 +17,21 @@ template <typename T>
 struct alignas(4 * sizeof(T)) Chunk4 {
   T v[4];
 };
+
+// A 16-bit chunk as two 32-bit words (elements 2k and 2k + 1 in word k, the lower in the low half), the
+// layout of cuda/paired_arith.cuh's packed pairs, and back.
+template <typename T>
+__device__ __forceinline__ void chunk_words(const Chunk4<T>& c, uint32_t (&w)[2]) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  memcpy(w, &c, sizeof(w));
+}
+template <typename T>
+__device__ __forceinline__ Chunk4<T> chunk_from_words(const uint32_t (&w)[2]) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  Chunk4<T> c;
+  memcpy(&c, w, sizeof(w));
+  return c;
+}
 
 // Elements 4i..4i+3 of a row with column stride `cs` (1, or 0: one value for the whole row); `vec`
 // when the row allows one 4-element access.

@@ -3,11 +3,12 @@
 // for the vectorized path, 512 for the generic one. Each thread computes r for its 4-element chunks
 // (chunk i, i + blockDim, ...: aten's assignment on the vectorized path; single elements when
 // D % 4 != 0) from residual/gate/update (8-byte bf16/f16, 16-byte f32 accesses where aligned),
-// writes r once and stages it in shared memory (in T, bit for bit); the block folds the statistics from the
-// staged row in aten's order, then each thread produces its outputs from the staged r, the weight
-// and scale/shift, and writes them once. residual is read before residual_out is written, element
-// by element by the same thread, so residual_out may be residual. Contract:
-// ops/norm/scale_residual_norm_scale_shift.h.
+// writes r once and stages it in shared memory (in T, bit for bit); the block folds the statistics
+// from the staged row in aten's order, then each thread produces its outputs from the staged r, the
+// weight and scale/shift, and writes them once. On 4-element chunks the norm's element is fixed per
+// row (with_residual_norm_element) and 16-bit T computes r and the modulate on packed pairs. residual
+// is read before residual_out is written, element by element by the same thread, so residual_out may be
+// residual. Contract: ops/norm/scale_residual_norm_scale_shift.h.
 #include "common/dispatch.h"
 #include "common/entries.h"
 #include "cuda/check.h"
@@ -15,6 +16,8 @@
 #include "cuda/layer_norm_stats.cuh"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
+#include "ops/adaln/modulate_scale_shift.cuh"
+#include "ops/adaln/residual_gate_add.cuh"
 #include "ops/norm/scale_residual_norm_scale_shift.h"
 
 namespace dfuse::detail {
@@ -78,8 +81,19 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
       const Chunk4<T> g = load_chunk4(gate, i, cs_gate, vec.gate);
       const Chunk4<T> u = load_chunk4(update, i, cs_upd, vec.update);
       Chunk4<T> r;
+      if constexpr (sizeof(T) == 2) {  // on packed pairs (ops/adaln/residual_gate_add.cuh)
+        uint32_t aw[2], gw[2], uw[2], rw[2];
+        chunk_words(a, aw);
+        chunk_words(g, gw);
+        chunk_words(u, uw);
+        bool fallback = false;  // the gated residual's pair form has none
 #pragma unroll
-      for (int k = 0; k < 4; ++k) r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
+        for (int k = 0; k < 2; ++k) rw[k] = RowwisePair<ResidualGateAdd<T>>::apply(fallback, aw[k], gw[k], uw[k]);
+        r = chunk_from_words<T>(rw);
+      } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
+      }
       store_chunk4(staged, i, r, true);
       store_chunk4(r_out, i, r, vec.r_out);
     }
@@ -94,23 +108,43 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
   const ResidualNormStats stats = block_residual_norm_stats<kThreads>(p, static_cast<const T*>(staged), n);
 
   if (n % 4 == 0) {
-    for (int64_t i = tid; i < n / 4; i += kThreads) {
-      const Chunk4<T> sc = load_chunk4(scale, i, cs_scale, vec.scale);
-      const Chunk4<T> sh = load_chunk4(shift, i, cs_shift, vec.shift);
-      Chunk4<T> w{};
-      if (weight) w = load_chunk4(weight, i, 1, vec.weight);
-      const Chunk4<T> r = load_chunk4(static_cast<const T*>(staged), i, 1, true);
-      Chunk4<T> o;
+    constexpr LayerNormPath kPath =
+        kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
+    with_residual_norm_element<kPath>(p, [&](auto element) {
+      using Element = decltype(element);
+      for (int64_t i = tid; i < n / 4; i += kThreads) {
+        const Chunk4<T> sc = load_chunk4(scale, i, cs_scale, vec.scale);
+        const Chunk4<T> sh = load_chunk4(shift, i, cs_shift, vec.shift);
+        Chunk4<T> w{};
+        if constexpr (Element::kHasWeight) w = load_chunk4(weight, i, 1, vec.weight);
+        const Chunk4<T> r = load_chunk4(static_cast<const T*>(staged), i, 1, true);
+        float y[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        o.v[k] = scale_residual_norm_element<T>(p, S::load(r.v[k]), stats, k, weight ? S::load(w.v[k]) : 1.0f,
-                                                sc.v[k], sh.v[k]);
-      store_chunk4(out, i, o, vec.out);
-    }
+        for (int k = 0; k < 4; ++k)
+          y[k] = element(S::load(r.v[k]), stats, k, Element::kHasWeight ? S::load(w.v[k]) : 1.0f);
+        Chunk4<T> o;
+        if constexpr (sizeof(T) == 2) {  // the modulate on packed pairs (ops/adaln/modulate_scale_shift.cuh)
+          uint32_t sw[2], hw[2], ow[2];
+          chunk_words(sc, sw);
+          chunk_words(sh, hw);
+          bool fallback = false;  // modulate's pair form has none
+#pragma unroll
+          for (int k = 0; k < 2; ++k)
+            ow[k] = RowwisePair<ModulateScaleShift<T>>::apply(fallback, PairedArith<T>::pack(y[2 * k], y[2 * k + 1]),
+                                                              sw[k], hw[k]);
+          o = chunk_from_words<T>(ow);
+        } else {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) o.v[k] = ModulateScaleShift<T>{}(S::store(y[k]), sc.v[k], sh.v[k]);
+        }
+        store_chunk4(out, i, o, vec.out);
+      }
+    });
   } else {
     for (int64_t k = tid; k < n; k += kThreads)
-      out[k] = scale_residual_norm_element<T>(p, S::load(staged[k]), stats, int(k % 4), weight ? S::load(weight[k]) : 1.0f,
-                                              scale[k * cs_scale], shift[k * cs_shift]);
+      out[k] = scale_residual_norm_element<T>(p, S::load(staged[k]), stats, int(k % 4),
+                                              weight ? S::load(weight[k]) : 1.0f, scale[k * cs_scale],
+                                              shift[k * cs_shift]);
   }
 }
 

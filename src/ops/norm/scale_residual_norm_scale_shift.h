@@ -58,17 +58,39 @@ ResidualNormStats scale_residual_norm_stats_host(const ScaleResidualNormParams& 
   return {0.0f, torch_rms_norm_rstd(torch_rms_norm_sum_of_squares_host(load, n), n, p.eps)};
 }
 
+// The normalized value of r (as float) before its rounding to T, for one norm, aten path and presence of
+// the weight (rms_norm) fixed at compile time; k4 = the element's position in its 4-element chunk.
+template <ResidualNormKind kNorm, LayerNormPath kPath, bool kWeight>
+struct ResidualNormElement {
+  static constexpr bool kHasWeight = kWeight;
+  DFUSE_HD float operator()(float r, ResidualNormStats s, int k4, float weight) const {
+    if constexpr (kNorm == ResidualNormKind::layer_norm)
+      return ModulateEpilogue::normalized<kPath>(r, s.mean, s.rstd, k4);
+    return torch_rms_norm_element(r, s.rstd, kWeight, weight);
+  }
+};
+
+// f(ResidualNormElement<p.norm, kPath, p has a weight>{}) for a kernel whose statistics take aten path kPath
+// (p.path): kernels branch on these once, not per element. (layer_norm takes no weight here.)
+template <LayerNormPath kPath, typename F>
+DFUSE_HD decltype(auto) with_residual_norm_element(const ScaleResidualNormParams& p, F&& f) {
+  using enum ResidualNormKind;
+  if (p.norm == layer_norm) return f(ResidualNormElement<layer_norm, kPath, false>{});
+  return p.weight ? f(ResidualNormElement<rms_norm, kPath, true>{})
+                  : f(ResidualNormElement<rms_norm, kPath, false>{});
+}
+
 // The modulated output element from r (as float), the row statistics, the weight element (rms_norm),
-// scale and shift; k4 = the element's position in its 4-element chunk.
+// scale and shift: the normalized value rounded to T, then ops/adaln/modulate_scale_shift.h's three
+// roundings; k4 = the element's position in its 4-element chunk.
 template <typename T>
 DFUSE_HD T scale_residual_norm_element(const ScaleResidualNormParams& p, float r, ResidualNormStats s, int k4,
                                        float weight, T scale, T shift) {
-  if (p.norm == ResidualNormKind::layer_norm)
-    return p.path == LayerNormPath::vectorized
-               ? ModulateEpilogue::apply<LayerNormPath::vectorized, T>(r, s.mean, s.rstd, k4, scale, shift)
-               : ModulateEpilogue::apply<LayerNormPath::generic, T>(r, s.mean, s.rstd, k4, scale, shift);
-  const T normed = Storage<T>::store(torch_rms_norm_element(r, s.rstd, p.weight != nullptr, weight));
-  return ModulateScaleShift<T>{}(normed, scale, shift);
+  const auto modulated = [&](auto element) {
+    return ModulateScaleShift<T>{}(Storage<T>::store(element(r, s, k4, weight)), scale, shift);
+  };
+  if (p.path == LayerNormPath::generic) return with_residual_norm_element<LayerNormPath::generic>(p, modulated);
+  return with_residual_norm_element<LayerNormPath::vectorized>(p, modulated);
 }
 
 using ScaleResidualNormEntry = void (*)(const ScaleResidualNormParams& p, Stream stream);
