@@ -70,6 +70,8 @@ StridedCopyParams strided_copy_params(std::initializer_list<CopyViews> copies) {
     if (v.src.numel() == 0) continue;
     CopyPair c = collapsed(v.src, v.dst);
     vectorize(c);
+    for (int d = 0; d < c.ndim; ++d)
+      if (c.sizes[d] <= (int64_t(1) << 31)) c.size_dividers[d] = UintDivider(uint32_t(c.sizes[d]));
     p.pairs[p.count++] = c;
   }
   return p;

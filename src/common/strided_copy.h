@@ -7,12 +7,14 @@
 // contiguous with each other on both sides are merged. When the innermost dim is contiguous on
 // both sides, both base addresses and all outer strides are 16-byte multiples and the inner
 // length fills whole 16-byte vectors, the copy moves 16-byte units; otherwise one element per
-// unit. Offsets are 64-bit; the CUDA kernel indexes in 32 bits when the total allows.
+// unit. Offsets are 64-bit; the CUDA kernel indexes in 32 bits, dividing by the sizes with multiply and
+// shift (common/uint_divider.h), when the total allows.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
 
+#include "common/uint_divider.h"
 #include "dfuse/core/device.h"
 #include "dfuse/core/tensor_view.h"
 
@@ -31,6 +33,7 @@ struct CopyPair {
   int64_t sizes[kCopyMaxDims] = {};
   int64_t src_strides[kCopyMaxDims] = {};
   int64_t dst_strides[kCopyMaxDims] = {};
+  UintDivider size_dividers[kCopyMaxDims];  // sizes[d] as dividers, where sizes[d] <= 2^31 (32-bit indexing)
 };
 
 struct StridedCopyParams {

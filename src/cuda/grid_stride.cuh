@@ -1,7 +1,7 @@
 // The grid-stride kernels that move `total` units (the data-movement copies): the unit move, and
 // the launch: a grid of
 // at most eight 256-thread blocks per SM on the operands' device, and 32-bit index arithmetic
-// whenever the index plus one grid stride cannot wrap.
+// whenever the index plus one grid stride stays below 2^31 (the range of common/uint_divider.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -41,7 +41,7 @@ void launch_grid_stride(int device, int64_t total, Stream stream, Launch launch)
   const int64_t resident = int64_t(multiprocessor_count(device)) * kBlocksPerSm;
   const int blocks = int(std::min<int64_t>((total + kThreads - 1) / kThreads, resident));
   auto s = static_cast<cudaStream_t>(stream.handle);
-  if (total <= int64_t(UINT32_MAX) - int64_t(blocks) * kThreads)
+  if (total <= (int64_t(1) << 31) - int64_t(blocks) * kThreads)
     launch(uint32_t{}, blocks, kThreads, s);
   else
     launch(uint64_t{}, blocks, kThreads, s);

@@ -20,9 +20,16 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
     const CopyPair& c = p.pairs[k];
     int64_t src_offset = 0, dst_offset = 0;
     for (int d = c.ndim - 1; d >= 0; --d) {
-      const Index size = Index(c.sizes[d]);
-      const Index at = local % size;
-      local /= size;
+      Index at;
+      if constexpr (sizeof(Index) == 4) {  // every index below 2^31 (launch_grid_stride): multiply and shift
+        const Index quotient = c.size_dividers[d].div(local);
+        at = c.size_dividers[d].mod(local, quotient);
+        local = quotient;
+      } else {
+        const Index size = Index(c.sizes[d]);
+        at = local % size;
+        local /= size;
+      }
       src_offset += int64_t(at) * c.src_strides[d];
       dst_offset += int64_t(at) * c.dst_strides[d];
     }

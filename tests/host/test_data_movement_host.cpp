@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/data_movement_cases.h"
+#include "common/strided_copy.h"
 #include "common/tensors.h"
 #include "dfuse/core/error.h"
 #include "dfuse/ops/data_movement.h"
@@ -70,6 +71,31 @@ TEST(DataMovementHostBits, PayloadsArePreserved) {
         for (int64_t e = 0; e < 16; ++e)
           ASSERT_EQ(out[size_t((s * 2 + w) * 16 + e)], storage[size_t(start + (w * 3 + s) * 16 + e)])
               << "start " << start;
+  }
+}
+
+// The CUDA kernel's 32-bit index decomposition: every unit's multi-index from the copy's size dividers
+// (common/uint_divider.h) equals the one from % and /, on a collapsed copy with odd sizes.
+TEST(DataMovementHostBits, SizeDividersDecomposeEveryUnit) {
+  std::vector<uint16_t> src(5 * 7 * 3 * 9), dst(src.size());
+  // src [5, 3, 7, 9] seen as [5, 7, 3, 9] (dims 1 and 2 swapped) into a contiguous dst: four dims stay.
+  const int64_t sizes[] = {5, 7, 3, 9}, src_strides[] = {7 * 3 * 9, 9, 7 * 9, 1},
+                dst_strides[] = {7 * 3 * 9, 3 * 9, 9, 1};
+  const TensorView from(src.data(), DType::bf16, sizes, src_strides, 4),
+      to(dst.data(), DType::bf16, sizes, dst_strides, 4);
+  const detail::StridedCopyParams p = detail::strided_copy_params({{from, to}});
+  ASSERT_EQ(p.count, 1);
+  const detail::CopyPair& c = p.pairs[0];
+  ASSERT_GE(c.ndim, 2);
+  for (int d = 0; d < c.ndim; ++d) ASSERT_EQ(int64_t(c.size_dividers[d].divisor()), c.sizes[d]) << d;
+  for (uint32_t i = 0; i < uint32_t(c.units); ++i) {
+    uint32_t by_divider = i, by_division = i;
+    for (int d = c.ndim - 1; d >= 0; --d) {
+      const uint32_t q = c.size_dividers[d].div(by_divider);
+      ASSERT_EQ(c.size_dividers[d].mod(by_divider, q), by_division % uint32_t(c.sizes[d])) << i << " dim " << d;
+      by_divider = q;
+      by_division /= uint32_t(c.sizes[d]);
+    }
   }
 }
 
