@@ -202,34 +202,25 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
         if (u < vectors) v[u][k].load(in + first + u * kStep);
     }
   }
-  // Every vector through the pair form first, then the element functor for the vectors whose pair form fell
-  // back (or that have none): one rarely taken branch after the straight-line pair code, not one per vector,
-  // so that the vectors' arithmetic interleaves.
-  Pack<T, VEC> result[kRowwiseUnroll];
-  bool by_element[kRowwiseUnroll];
-#pragma unroll
-  for (int u = 0; u < kRowwiseUnroll; ++u) {
-    by_element[u] = true;
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
-      if (u < vectors) {
-        by_element[u] = false;
-#pragma unroll
-        for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
-          result[u].w[w] = apply_rowwise_pair<Fn>(v[u], w, by_element[u], std::make_index_sequence<kInputs>{});
-      }
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < kRowwiseUnroll; ++u) {
-    if (u < vectors && by_element[u]) {
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) result[u].set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
-    }
-  }
   T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
 #pragma unroll
-  for (int u = 0; u < kRowwiseUnroll; ++u)
-    if (u < vectors) result[u].store_global(out + first + u * kStep);
+  for (int u = 0; u < kRowwiseUnroll; ++u) {
+    if (u >= vectors) break;
+    Pack<T, VEC> result;
+    // The element functor computes the vector without a pair form, or where the pair form falls back.
+    bool by_element = true;
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
+      by_element = false;
+#pragma unroll
+      for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
+        result.w[w] = apply_rowwise_pair<Fn>(v[u], w, by_element, std::make_index_sequence<kInputs>{});
+    }
+    if (by_element) {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+    }
+    result.store_global(out + first + u * kStep);
+  }
 }
 
 template <typename T, int VEC, typename Fn>
