@@ -1,6 +1,6 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles kRowwiseUnroll vectors of VEC consecutive columns (16 bytes when every row
+// Each thread handles rowwise_unroll<T, Fn>() vectors of VEC consecutive columns (16 bytes when every row
 // operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
 // that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
@@ -136,7 +136,12 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
 }
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
-constexpr int kRowwiseUnroll = 4;     // vectors per input and thread, all loaded before any is used
+// Vectors per input and thread, all loaded before any is used: four, or two for four-input functors (bias_glu:
+// sixteen 16-byte vectors in flight took 93 registers, five blocks per SM).
+template <typename T, typename Fn>
+constexpr int rowwise_unroll() {
+  return rowwise_arity<T, Fn>() >= 4 ? 2 : 4;
+}
 
 // RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).
 template <typename Fn, typename T, int VEC, size_t... K>
@@ -172,12 +177,13 @@ struct RowwiseGrid {
 };
 
 // Block b covers column block b % blocks_per_row of row b / blocks_per_row, a block being
-// kRowwiseUnroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
-// in row-major order, the order the tensors are laid out in, and each thread has kRowwiseUnroll
+// rowwise_unroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
+// in row-major order, the order the tensors are laid out in, and each thread has rowwise_unroll
 // 16-byte loads of every input in flight. The grid is bounded by 2^31 blocks.
 template <typename T, int VEC, typename Fn>
 __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, RowwiseGrid grid) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
+  constexpr int kRowwiseUnroll = rowwise_unroll<T, Fn>();
   constexpr int kStep = kRowwiseThreads * VEC;
   uint32_t column_block;
   const uint32_t row = grid.row_and_column_block(blockIdx.x, column_block);
@@ -225,7 +231,7 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * kRowwiseUnroll;
+  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * rowwise_unroll<T, Fn>();
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
   const int64_t blocks = p.geom.rows() * blocks_per_row;
