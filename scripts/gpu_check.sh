@@ -28,6 +28,11 @@
 #                           (OUT/profile.csv, the ncu sections per kernel in OUT/profile_sections.txt, the
 #                           Triton source in OUT/inductor_code.log), for the ops in
 #                           DFUSE_PROFILE_OPS (space-separated; default: every op of torch_bench.py)
+#   DFUSE_PROFILE_BENCH_OPS also ncu sections of dfuse's fused kernels (every kernel whose name lacks
+#                           "eager", i.e. not the replicas under dfuse::eager) while `dfuse bench --op OP
+#                           --iters 1` runs, for ops torch_bench.py does not cover (space-separated op names;
+#                           OUT/bench_profile_OP.txt each): DFUSE_PROFILE_BENCH_COUNT launches (default 2)
+#                           after the first DFUSE_PROFILE_BENCH_SKIP (default 0). NOT RUN ON A GPU yet.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -168,6 +173,16 @@ if [[ ${DFUSE_CHECK_PROFILE:-0} == 1 ]]; then
        --log-file "$2/profile_sections.txt" python3 bench/kernel_profile.py --calls 1 "${@:4}" || status=1
      exit $status' \
     _ "$METRICS" "$OUT" "$LOGDIR/inductor_code.log" "${PROFILE_OPS[@]}"
+fi
+if [[ -n ${DFUSE_PROFILE_BENCH_OPS:-} ]]; then
+  run_step bench_profile 240 bash -c \
+    'for op in $0; do
+       ncu --kernel-name-base demangled -k "regex:^(?!.*eager)" --launch-skip "$3" --launch-count "$4" \
+         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+         --section SchedulerStats --section MemoryWorkloadAnalysis \
+         "$1" bench --op "$op" --iters 1 >"$2/bench_profile_$op.txt" 2>&1 || exit 1
+     done' \
+    "$DFUSE_PROFILE_BENCH_OPS" "$BUILD/dfuse" "$OUT" "${DFUSE_PROFILE_BENCH_SKIP:-0}" "${DFUSE_PROFILE_BENCH_COUNT:-2}"
 fi
 if [[ ${DFUSE_CHECK_FLUX:-0} == 1 ]]; then
   run_step flux_quality 420 env DFUSE_TORCH_LIB="$TORCH_LIB" python3 scripts/flux_quality.py --out "$OUT/flux_quality.md" \
