@@ -262,6 +262,25 @@ def test_interleaved_rope_fp64_nan_inf(dtype):
                       cos, sin)
 
 
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_interleaved_rope_fp64_inf_times_zero_beside_nan(dtype):
+    # Token 0's angles are 0: sin = 0 exactly, so x1 = +-inf makes x1 * sin an invalid-operation NaN (on the
+    # H200 fp64's is negative, 0xfff8...) that meets x2 * cos = NaN in the odd output (and the mirror case in
+    # the even one). Which NaN survives an fp64 add or subtract of two NaNs is the arithmetic's choice, not
+    # the formula's; the output's sign bit must still be torch's (a dfuse verify run once saw it differ).
+    b, s, h, d = 1, 9, 2, 64
+    cos, sin = sana_tables(s, d)
+    q, k = rand((b, s, h, d), dtype, 3.0), rand((b, s, h, d), dtype, 3.0)
+    nan, inf = float("nan"), float("inf")
+    for x in (q, k):
+        x[0, 0, 0, 0:2] = torch.tensor([inf, nan])
+        x[0, 0, 0, 2:4] = torch.tensor([nan, inf])
+        x[0, 0, 1, 0:2] = torch.tensor([-inf, nan])
+        x[0, 0, 1, 2:4] = torch.tensor([-nan, -inf])
+    k[0, 0, 0, 4:6] = torch.tensor([inf, -inf])
+    check_interleaved(q, k, cos, sin)
+
+
 def test_interleaved_rope_fp64_fallback_f32_tables():
     b, s, h, d = 1, 7, 3, 64
     cos, sin = (t.float() for t in sana_tables(s, d))
