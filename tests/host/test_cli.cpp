@@ -306,6 +306,7 @@ TEST(CliBench, QuickRunWritesTableAndJson) {
   const CliRun r = run({"bench", "--quick", "--device", "host", "--iters", "3", "--json", path});
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "copy bandwidth"));
+  EXPECT_TRUE(contains(r.out, "% same-size copy"));
   EXPECT_TRUE(contains(r.err, "[1/"));
   std::ifstream file(path);
   std::stringstream json;
@@ -313,6 +314,8 @@ TEST(CliBench, QuickRunWritesTableAndJson) {
   EXPECT_TRUE(contains(json.str(), "\"copy_gbps\": "));
   EXPECT_TRUE(contains(json.str(), "\"op\": \"modulate_scale_shift\""));
   EXPECT_TRUE(contains(json.str(), "\"speedup\": "));
+  EXPECT_TRUE(contains(json.str(), "\"same_size_copy_us\": "));
+  EXPECT_TRUE(contains(json.str(), "\"fused_percent_of_same_size_copy\": "));
   std::remove(path.c_str());
 }
 

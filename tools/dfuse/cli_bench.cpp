@@ -30,11 +30,17 @@ struct BenchRow {
   std::string op, label, shape, dtype;
   int64_t bytes = 0;
   double fused_us = 0;
+  double same_size_copy_us = 0;      // a device-to-device copy moving the case's bytes (half read, half written)
   std::optional<double> eager_us{};  // none when the eager chain is not timed (Case::eager_on_host)
   std::string error{};  // why the case could not run; empty when it ran
 };
 
 double gbps(int64_t bytes, double us) { return us > 0 ? double(bytes) / (us * 1e3) : 0.0; }
+
+// The fused kernel's speed as a percentage of the same-size copy's (0 when the kernel's time is 0).
+double percent_of_same_size_copy(const BenchRow& r) {
+  return r.fused_us > 0 ? 100 * r.same_size_copy_us / r.fused_us : 0.0;
+}
 
 std::string fixed(double v, int decimals) {
   char buffer[64];
@@ -108,6 +114,23 @@ double copy_gbps(Runtime& rt, size_t bytes, int warmup, int iters) {
   return gbps(int64_t(2 * bytes), us);
 }
 
+// Median microseconds of a device-to-device copy of `bytes` / 2 bytes (so that it reads and writes `bytes` in
+// all), rotating over buffer pairs that together hold at least `rotate_bytes`: what moving a case's bytes
+// costs at its own size, where launch and ramp-up weigh more than in the large copy (a FLUX.1-sized copy
+// reached 77% of the large copy's bandwidth on the H200).
+double same_size_copy_us(Runtime& rt, int64_t bytes, int64_t rotate_bytes, int warmup, int iters) {
+  const size_t half = size_t(std::max<int64_t>(bytes / 2, 1));
+  const int64_t count = std::max<int64_t>(1, (rotate_bytes + bytes - 1) / std::max<int64_t>(bytes, 1));
+  std::vector<DeviceBuffer> sources, destinations;
+  for (int64_t k = 0; k < count; ++k) {
+    sources.emplace_back(rt.device(), half);
+    destinations.emplace_back(rt.device(), half);
+  }
+  return time_runs(rt, warmup, iters, [&](int k) {
+    rt.copy_on_device(destinations[size_t(k % count)].data(), sources[size_t(k % count)].data(), half, Stream{});
+  });
+}
+
 void write_json(const std::string& path, const DeviceInfo& info, const BenchOptions& options,
                 size_t copy_bytes, double copy_bandwidth, const std::vector<BenchRow>& rows) {
   JsonWriter json;
@@ -132,7 +155,9 @@ void write_json(const std::string& path, const DeviceInfo& info, const BenchOpti
     }
     json.field("fused_us", r.fused_us)
         .field("fused_gbps", gbps(r.bytes, r.fused_us))
-        .field("fused_percent_of_copy", 100 * gbps(r.bytes, r.fused_us) / copy_bandwidth);
+        .field("fused_percent_of_copy", 100 * gbps(r.bytes, r.fused_us) / copy_bandwidth)
+        .field("same_size_copy_us", r.same_size_copy_us)
+        .field("fused_percent_of_same_size_copy", percent_of_same_size_copy(r));
     if (r.eager_us) {
       json.field("eager_us", *r.eager_us)
           .field("eager_gbps", gbps(r.bytes, *r.eager_us))
@@ -182,6 +207,7 @@ int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& prog
       row.fused_us = time_runs(rt, warmup, options.iters, [&](int k) {
         c.fused(sets.views[k % count], sets.out_views[k % count], Stream{});
       });
+      row.same_size_copy_us = same_size_copy_us(rt, row.bytes, rotate_bytes, warmup, options.iters);
       if (!(c.eager_on_host && options.device.is_cuda()))
         row.eager_us = time_runs(rt, warmup, options.iters, [&](int k) {
           c.eager(sets.views[k % count], sets.out_views[k % count], workspace, Stream{});
@@ -205,15 +231,16 @@ int run_bench(const BenchOptions& options, std::ostream& out, std::ostream& prog
     table.push_back({r.op, r.label, r.shape, r.dtype, fixed(double(r.bytes) / 1e6, 1), fixed(r.fused_us, 1),
                      r.eager_us ? fixed(*r.eager_us, 1) : untimed, fixed(fused_gbps, 1),
                      r.eager_us ? fixed(gbps(r.bytes, *r.eager_us), 1) : untimed,
-                     fixed(100 * fused_gbps / copy_bandwidth, 1),
+                     fixed(100 * fused_gbps / copy_bandwidth, 1), fixed(percent_of_same_size_copy(r), 1),
                      r.eager_us ? fixed(*r.eager_us / r.fused_us, 2) + "x" : "-"});
   }
   out << "dfuse bench on " << options.device.str() << " (" << info.name << "), " << options.iters
       << " iterations, median\n";
   out << "copy bandwidth " << fixed(copy_bandwidth, 0) << " GB/s (" << (copy_bytes >> 20)
-      << " MiB device to device, bytes read + written)\n\n";
+      << " MiB device to device, bytes read + written); \"% same-size copy\": the fused kernel's time against a copy\n"
+      << "moving the case's bytes (half read, half written) in the same run\n\n";
   out << detail::format_table({"op", "case", "shape", "dtype", "MB", "fused us", "eager us", "fused GB/s",
-                               "eager GB/s", "fused % copy", "speedup"},
+                               "eager GB/s", "fused % copy", "% same-size copy", "speedup"},
                               table);
   for (const auto& note : notes) out << note << "\n";
   for (const auto& error : errors) out << "error: " << error << "\n";
