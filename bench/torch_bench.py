@@ -9,8 +9,9 @@ per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] and ro
 [B, D/128, S, 128] (FLUX's layout), fp32 tables; fused_qknorm_rope on q and k heads of 128 sliced from one packed
 [B, S, 3 D] projection, F.rms_norm then the fp32 rotate-half RoPE) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
-that rate as a share of the device copy bandwidth measured in the same run, and the speedup over eager and
-over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
+that rate as a share of the device copy bandwidth measured in the same run, the time of a copy moving the same
+bytes against the op's (the ceiling at small sizes, where a copy itself falls short of the large copy's rate),
+and the speedup over eager and over torch.compile. Inputs rotate over sets larger than twice the L2 cache so no call hits warm L2; before
 each timed round the GPU sleeps while the host queues the round, so host launch cost stays out of the GPU
 times. The host overhead per call is measured separately at a tiny shape with time.perf_counter.
 """
@@ -260,6 +261,16 @@ def copy_bandwidth(l2_bytes, iters):
     return 2 * n / (us * 1e3), us
 
 
+def same_size_copy_us(moved, l2_bytes, iters):
+    """Median us of a device copy moving `moved` bytes (half read, half written), over buffer pairs larger than
+    2x L2 together: what a copy achieves at the op's own size, where launch and ramp-up weigh more."""
+    half = max(1, moved // 2)
+    count = max(1, math.ceil(2 * l2_bytes / moved))
+    pairs = [(torch.empty(half, dtype=torch.uint8, device="cuda"), torch.empty(half, dtype=torch.uint8, device="cuda"))
+             for _ in range(count)]
+    return time_calls(lambda dst, src: dst.copy_(src), pairs, iters)
+
+
 def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
     op, chain, make_inputs, check, _ = OPS[name]
     first = make_inputs(shape)
@@ -277,12 +288,14 @@ def bench_op(name, shape_name, shape, l2_bytes, copy_gbs, iters):
         "eager": time_calls(chain, sets, iters),
         "compile": time_calls(compiled, sets, iters),
     }
+    copy_us = same_size_copy_us(moved, l2_bytes, iters)
     rows = []
     for impl, t in us.items():
         gbs = moved / (t * 1e3)
         rows.append({
             "op": name, "shape": shape_name, "dims": list(shape), "impl": impl, "median_us": t, "gb_s": gbs,
-            "pct_copy_bw": 100 * gbs / copy_gbs, "speedup_vs_eager": us["eager"] / t,
+            "pct_copy_bw": 100 * gbs / copy_gbs, "same_size_copy_us": copy_us,
+            "pct_same_size_copy": 100 * copy_us / t, "speedup_vs_eager": us["eager"] / t,
             "speedup_vs_compile": us["compile"] / t, "bytes": moved, "input_sets": len(sets),
         })
     # Ops without a Gate (close contracts) have no counters: they ran fused when the result differs
@@ -315,11 +328,11 @@ def host_overhead(calls):
 
 def markdown(rows, copy_gbs, overhead):
     lines = [f"device copy bandwidth: {copy_gbs:.0f} GB/s (read + write)", "",
-             "| op | shape | impl | median us | GB/s | % copy BW | vs eager | vs compile |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+             "| op | shape | impl | median us | GB/s | % copy BW | % same-size copy | vs eager | vs compile |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['op']} | {r['shape']} {tuple(r['dims'])} | {r['impl']} | {r['median_us']:.1f} | "
-                     f"{r['gb_s']:.0f} | {r['pct_copy_bw']:.1f} | {r['speedup_vs_eager']:.2f}x | "
+                     f"{r['gb_s']:.0f} | {r['pct_copy_bw']:.1f} | {r['pct_same_size_copy']:.1f} | {r['speedup_vs_eager']:.2f}x | "
                      f"{r['speedup_vs_compile']:.2f}x |")
     lines += ["", "| host overhead per call (1x8x64 bf16) | us |", "|---|---:|"]
     lines += [f"| {label} | {us:.2f} |" for label, us in overhead.items()]
