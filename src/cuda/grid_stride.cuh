@@ -1,7 +1,9 @@
-// The grid-stride kernels that move `total` units (the data-movement copies): the unit move, and
-// the launch: a grid of
-// at most eight 256-thread blocks per SM on the operands' device, and 32-bit index arithmetic
-// whenever the index plus one grid stride stays below 2^31 (the range of common/uint_divider.h).
+// The grid-stride kernels that move `total` units (the data-movement copies and the varlen row gather): the
+// unit move, and the launch: one 256-thread block per 256 units (the loop runs once per thread where the grid
+// limit allows), and 32-bit index arithmetic whenever every index stays below 2^31 (the range of
+// common/uint_divider.h) and an index plus one grid stride fits in 32 bits. A persistent grid of eight blocks
+// per SM, one unit per thread and step, measured 8% slower for a plain 16-byte copy at Wan 2.1 size and 4% at
+// FLUX.1 size (docs/BENCHMARKS.md, session 8): each thread then had one load in flight at a time.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,14 +39,15 @@ template <typename Launch>
 void launch_grid_stride(int device, int64_t total, Stream stream, Launch launch) {
   if (total == 0) return;
   const DeviceGuard guard(device);
-  constexpr int kThreads = 256, kBlocksPerSm = 8;
-  const int64_t resident = int64_t(multiprocessor_count(device)) * kBlocksPerSm;
-  const int blocks = int(std::min<int64_t>((total + kThreads - 1) / kThreads, resident));
+  constexpr int kThreads = 256;
+  constexpr int64_t kMaxBlocks = (int64_t(1) << 31) - 1;  // gridDim.x
+  const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, kMaxBlocks);
+  const int64_t step = blocks * kThreads;
   auto s = static_cast<cudaStream_t>(stream.handle);
-  if (total <= (int64_t(1) << 31) - int64_t(blocks) * kThreads)
-    launch(uint32_t{}, blocks, kThreads, s);
+  if (total <= (int64_t(1) << 31) && total + step <= (int64_t(1) << 32))
+    launch(uint32_t{}, int(blocks), kThreads, s);
   else
-    launch(uint64_t{}, blocks, kThreads, s);
+    launch(uint64_t{}, int(blocks), kThreads, s);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
