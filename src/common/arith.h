@@ -52,18 +52,15 @@ DFUSE_HD float fma_rn(float a, float b, float c) {
 
 // Double-precision IEEE operations (aten's opmath for fp64 tensors), and the double -> float
 // round to nearest even that aten's copy_ applies before narrowing further to bf16/f16.
-DFUSE_HD double dadd_rn(double a, double b) {
+// aten's add / sub of fp64 tensors, `self + alpha * other` (alpha = 1 or -1): one fused multiply-add, as
+// aten's compiled kernel does it. The value equals self + other or self - other rounded once; where both
+// are NaNs, the one that survives is the fused multiply-add's choice by operand slot (an add of the same
+// two NaNs may keep the other one: the H200 produced 0xfff8... for inf * 0, a negative NaN).
+DFUSE_HD double dadd_alpha_rn(double self, double other, double alpha) {
 #if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
+  return __fma_rn(other, alpha, self);
 #else
-  return a + b;
-#endif
-}
-DFUSE_HD double dsub_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dsub_rn(a, b);
-#else
-  return a - b;
+  return std::fma(other, alpha, self);
 #endif
 }
 DFUSE_HD double dmul_rn(double a, double b) {

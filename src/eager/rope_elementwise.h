@@ -64,7 +64,9 @@ DFUSE_HD void mixed_apply(const MixedParams& p, const int64_t off[3]) {
     return;
   }
   if (p.out_dtype == DType::f64) {
-    const double r = p.op == MixedOp::add ? dadd_rn(a, b) : p.op == MixedOp::sub ? dsub_rn(a, b) : dmul_rn(a, b);
+    const double r = p.op == MixedOp::add   ? dadd_alpha_rn(a, b, 1.0)
+                     : p.op == MixedOp::sub ? dadd_alpha_rn(a, b, -1.0)
+                                            : dmul_rn(a, b);
     static_cast<double*>(p.out)[off[0]] = r;
   } else {  // f32: a and b are exact floats
     const float fa = float(a), fb = float(b);

@@ -4,7 +4,8 @@
 // chain). Contract: bit-exact against that chain. Pair p of a head, with x1 = x[2p],
 // x2 = x[2p+1], c = freqs_cos[2p], s = freqs_sin[2p+1] (fp64):
 //   out[2p]   = T(float(x1 * c - x2 * s))      every op an IEEE double op (aten's fp64 opmath;
-//   out[2p+1] = T(float(x1 * s + x2 * c))      its sub is fma(b, -1, a) = a - b, one rounding)
+//   out[2p+1] = T(float(x1 * s + x2 * c))      its sub and add are fma(b, -+1, a), as aten's, so that
+//                                               where both terms are NaNs the same one survives)
 // The store rounds double -> float -> T (aten's copy_ casts through float: two roundings, which
 // differ from one double -> bf16 rounding at bf16 ties).
 #pragma once
@@ -23,8 +24,8 @@ struct InterleavedPair {
 
 template <typename T>
 DFUSE_HD InterleavedPair<T> interleaved_rope_fp64_pair(double x1, double x2, double c, double s) {
-  const double even = dsub_rn(dmul_rn(x1, c), dmul_rn(x2, s));
-  const double odd = dadd_rn(dmul_rn(x1, s), dmul_rn(x2, c));
+  const double even = dadd_alpha_rn(dmul_rn(x1, c), dmul_rn(x2, s), -1.0);
+  const double odd = dadd_alpha_rn(dmul_rn(x1, s), dmul_rn(x2, c), 1.0);
   return {Storage<T>::store(double_to_float_rn(even)), Storage<T>::store(double_to_float_rn(odd))};
 }
 
