@@ -1,8 +1,7 @@
 // The CUDA kernel behind the request-gated norm + epilogue ops with fp32 internals (parameters,
 // arithmetic and host twin: ops/norm/norm_fp32_rows.h). One block per row, persistent over rows:
-// the row of x is read once from HBM into shared memory (in T, bit for bit; cuda/staged_rows.cuh: by the
-// bulk-copy engine one row ahead where the rows allow, else with VEC-element vectors, 16 bytes when every
-// row operand, the weight and the bias allow), the statistics are folded from there
+// the row of x is read once from HBM with VEC-element vectors (16 bytes when every row operand,
+// the weight and the bias allow) into shared memory (in T, bit for bit), the statistics are folded from there
 // in the eager chain's order (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh), then each thread
 // produces VEC outputs at a time from the staged row, the weight, the bias and the epilogue's two
 // operands (a per-row value when its column stride is 0), and writes them once. Blocks have aten's
@@ -22,7 +21,6 @@
 #include "cuda/layer_norm_stats.cuh"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
-#include "cuda/staged_rows.cuh"
 #include "ops/norm/norm_fp32_rows.h"
 
 namespace dfuse::detail {
@@ -59,19 +57,19 @@ __device__ __forceinline__ Pack<T, VEC> load_row_operand(const RowOperand& op, c
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
-__global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi, bool bulk) {
+__global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi) {
+  extern __shared__ __align__(16) unsigned char staged[];
+  T* const row = reinterpret_cast<T*>(staged);
   using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
-  const auto row_of = [&](uint32_t r) {
+  const uint32_t rows = uint32_t(p.rows.geom.rows());
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-  };
-  for_each_staged_row<T, kThreads, VEC, 1>(uint32_t(p.rows.geom.rows()), n, bulk, row_of, [&](uint32_t r,
-                                                                                              const T* row) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
-    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, row, r);
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    stage_row<T, kThreads, VEC, 1>(x, row, n);
+    __syncthreads();
+    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
     constexpr LayerNormPath kPath =
         kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
@@ -94,14 +92,14 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
         o.store_global(out + j);
       }
     });
-  });
+    __syncthreads();  // the next row overwrites the staged one
+  }
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
-  const bool bulk = VEC > 1 && staged_rows_bulk(p.rows.in[0], p.rows.dtype, p.rows.geom.cols);
   launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    sizeof(T), bulk, p.rows.device, stream, p, epi);
+                                                                    sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

@@ -1,7 +1,6 @@
 // The CUDA kernel behind the RMSNorm + epilogue ops (parameters and host twin:
 // ops/norm/rmsnorm_rows.h). One block per row, persistent over rows: the row of x is read once from
-// HBM into shared memory bit for bit (in T; cuda/staged_rows.cuh: by the bulk-copy engine one row ahead
-// where the rows allow, else with VEC-element vectors),
+// HBM with VEC-element vectors (16 bytes when every row operand allows) into shared memory bit for bit (in T),
 // the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
 // aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
 // in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
@@ -22,7 +21,6 @@
 #include "cuda/layer_norm_stats.cuh"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
-#include "cuda/staged_rows.cuh"
 #include "ops/norm/rmsnorm_rows.h"
 
 namespace dfuse::detail {
@@ -91,31 +89,31 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
-__global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi, bool bulk) {
+__global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
+  extern __shared__ __align__(16) unsigned char staged[];
+  T* row = reinterpret_cast<T*>(staged);
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
-  const auto row_of = [&](uint32_t r) {
+  const uint32_t rows = uint32_t(p.rows.geom.rows());
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-  };
-  for_each_staged_row<T, kThreads, VEC, 4>(uint32_t(p.rows.geom.rows()), n, bulk, row_of, [&](uint32_t r,
-                                                                                              const T* row) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    stage_row<T, kThreads, VEC, 4>(x, row, n);
+    __syncthreads();
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     with_rms_norm_element<T>(p, [&](auto element) {
       for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
         rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j, std::make_index_sequence<kOperands>{});
     });
-  });
+    __syncthreads();  // the next row overwrites the staged one
+  }
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  const bool bulk = VEC > 1 && staged_rows_bulk(p.rows.in[0], p.rows.dtype, p.rows.geom.cols);
   launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   sizeof(T), bulk, p.rows.device, stream, p, epi);
+                                                                   sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

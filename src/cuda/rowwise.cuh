@@ -242,6 +242,58 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
+// Row staging for the norm kernels that keep a row in shared memory: a block of kThreads threads copies
+// the n elements of x to `row` bit for bit, VEC at a time, in whole-vector accesses (staging as float
+// left the rows bound by the L1/shared pipe). Each thread loads kStageBatch vectors before it stores
+// any, so that a block has up to kThreads * kStageBatch vector loads in flight (one at a time left a row's
+// HBM latency exposed once per vector; measured in docs/BENCHMARKS.md: faster for the RMSNorm rows,
+// slower for the fp32 norm rows, which stage one at a time). The caller synchronizes before reading `row`.
+template <typename T, int kThreads, int VEC, int kStageBatch>
+__device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
+  constexpr int64_t kStride = int64_t(kThreads) * VEC;
+  for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kStride * kStageBatch) {
+    Pack<T, VEC> v[kStageBatch];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (j0 + b * kStride < n) v[b].load(x + j0 + b * kStride);
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b)
+      if (j0 + b * kStride < n) v[b].store(row + j0 + b * kStride);
+  }
+}
+
+// Readers of a row staged by stage_row (as float or in T) for the statistics of cuda/layer_norm_stats.cuh
+// and cuda/rms_norm_stats.cuh: staged_element(row)(k) is element k as float; staged_chunks4(row)(i, v) puts
+// elements 4i..4i+3 in v as floats, read in one 8-byte (16-bit T) or 16-byte (float) shared access.
+template <typename Staged>
+__device__ __forceinline__ auto staged_element(const Staged* row) {
+  return [row](int64_t k) { return Storage<Staged>::load(row[k]); };
+}
+
+template <typename Staged>
+__device__ __forceinline__ auto staged_chunks4(const Staged* row) {
+  return [row](int64_t i, float v[4]) {
+    Pack<Staged, 4> c;
+    c.load(row + 4 * i);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = Storage<Staged>::load(c.get(k));
+  };
+}
+
+// The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
+// shared memory and loops over rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as
+// `device` keeps resident, at most one per row.
+template <auto Kernel, typename... Args>
+void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
+                        const Args&... args) {
+  const size_t smem = size_t(cols) * staged_bytes;
+  int per_sm = 0;
+  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
+  const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);
+  Kernel<<<uint32_t(std::min<int64_t>(rows, resident)), threads, smem, stream>>>(args...);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
 // Launches rowwise_kernel with 16-byte vectors when the operands allow it.
 template <typename T, typename Fn>
 void launch_rowwise(const RowwiseParams& p, Fn fn, Stream stream) {

@@ -16,7 +16,6 @@
 #include "cuda/layer_norm_stats.cuh"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
-#include "cuda/staged_rows.cuh"
 #include "ops/adaln/modulate_scale_shift.cuh"
 #include "ops/adaln/residual_gate_add.cuh"
 #include "ops/norm/scale_residual_norm_scale_shift.h"
