@@ -36,10 +36,11 @@ __global__ void row_gather_kernel(const __grid_constant__ RowGatherParams p, Ind
 
 void launch_row_gather(const RowGatherParams& p, Stream stream) {
   const int64_t total = int64_t(p.count) * p.rows * p.row_units;
-  launch_grid_stride(p.device, total, stream, [&](auto index, int blocks, int threads, cudaStream_t s) {
-    using Index = decltype(index);
-    row_gather_kernel<Index><<<blocks, threads, 0, s>>>(p, Index(total));
-  });
+  launch_grid_stride(p.device, total, GridStrideGrid::resident, stream,
+                     [&](auto index, int blocks, int threads, cudaStream_t s) {
+                       using Index = decltype(index);
+                       row_gather_kernel<Index><<<blocks, threads, 0, s>>>(p, Index(total));
+                     });
 }
 
 }  // namespace dfuse::detail

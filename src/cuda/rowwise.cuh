@@ -136,11 +136,12 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
 }
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
-// Vectors per input and thread, all loaded before any is used: four, or two for four-input functors (bias_glu:
-// sixteen 16-byte vectors in flight took 93 registers, five blocks per SM).
+// Vectors per input and thread, all loaded before any is used: two. Four took more registers for no more
+// bandwidth (bias_glu: sixteen 16-byte vectors in flight took 93 registers, five blocks per SM; a modulate
+// kernel with four per thread ran 375.6 us against 368.1 with two at Wan 2.1 size, session 9).
 template <typename T, typename Fn>
 constexpr int rowwise_unroll() {
-  return rowwise_arity<T, Fn>() >= 4 ? 2 : 4;
+  return 2;
 }
 
 // RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).

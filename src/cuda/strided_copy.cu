@@ -43,10 +43,11 @@ __global__ void strided_copy_kernel(const __grid_constant__ StridedCopyParams p,
 
 void launch_strided_copy(const StridedCopyParams& p, Stream stream) {
   const int64_t total = p.total_units();
-  launch_grid_stride(p.device, total, stream, [&](auto index, int blocks, int threads, cudaStream_t s) {
-    using Index = decltype(index);
-    strided_copy_kernel<Index><<<blocks, threads, 0, s>>>(p, Index(total));
-  });
+  launch_grid_stride(p.device, total, GridStrideGrid::per_unit, stream,
+                     [&](auto index, int blocks, int threads, cudaStream_t s) {
+                       using Index = decltype(index);
+                       strided_copy_kernel<Index><<<blocks, threads, 0, s>>>(p, Index(total));
+                     });
 }
 
 }  // namespace dfuse::detail
