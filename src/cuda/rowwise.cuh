@@ -1,6 +1,6 @@
 // The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles rowwise_unroll<T, Fn>() vectors of VEC consecutive columns (16 bytes when every row
+// Each thread handles rowwise_unroll<Fn>() vectors of VEC consecutive columns (16 bytes when every row
 // operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
 // that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
@@ -136,12 +136,16 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
 }
 
 constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
-// Vectors per input and thread, all loaded before any is used: two. Four took more registers for no more
-// bandwidth (bias_glu: sixteen 16-byte vectors in flight took 93 registers, five blocks per SM; a modulate
-// kernel with four per thread ran 375.6 us against 368.1 with two at Wan 2.1 size, session 9).
-template <typename T, typename Fn>
+// Vectors per input and thread, all loaded before any is used: RowwisePair<Fn>::kVectorsPerThread where an op's
+// pair form sets it, else two. Measured on the H200 (docs/BENCHMARKS.md, session 9): two rather than four made
+// modulate 371.2 -> 367.6 us at Wan 2.1 and left silu_mul level; bias_silu ran 412.2 us with four, 423.5 with
+// two. Four-input functors with four took 93 registers (bias_glu, five blocks per SM).
+template <typename Fn>
 constexpr int rowwise_unroll() {
-  return 2;
+  if constexpr (requires { RowwisePair<Fn>::kVectorsPerThread; })
+    return RowwisePair<Fn>::kVectorsPerThread;
+  else
+    return 2;
 }
 
 // RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).
@@ -184,7 +188,7 @@ struct RowwiseGrid {
 template <typename T, int VEC, typename Fn>
 __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, RowwiseGrid grid) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
-  constexpr int kRowwiseUnroll = rowwise_unroll<T, Fn>();
+  constexpr int kRowwiseUnroll = rowwise_unroll<Fn>();
   constexpr int kStep = kRowwiseThreads * VEC;
   uint32_t column_block;
   const uint32_t row = grid.row_and_column_block(blockIdx.x, column_block);
@@ -232,7 +236,7 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
 
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
-  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * rowwise_unroll<T, Fn>();
+  constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * rowwise_unroll<Fn>();
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
   const int64_t blocks = p.geom.rows() * blocks_per_row;
