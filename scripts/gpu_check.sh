@@ -32,7 +32,9 @@
 #                           "eager", i.e. not the replicas under dfuse::eager) while `dfuse bench --op OP
 #                           --iters 1` runs, for ops torch_bench.py does not cover (space-separated op names;
 #                           OUT/bench_profile_OP.txt each): DFUSE_PROFILE_BENCH_COUNT launches (default 2)
-#                           after the first DFUSE_PROFILE_BENCH_SKIP (default 0). NOT RUN ON A GPU yet.
+#                           after the first DFUSE_PROFILE_BENCH_SKIP (default 0). First run in session 9;
+#                           InstructionStats, ComputeWorkloadAnalysis and SourceCounters (executed instructions
+#                           by opcode, pipe use, the hottest SASS) added after it, not run yet.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -179,7 +181,8 @@ if [[ -n ${DFUSE_PROFILE_BENCH_OPS:-} ]]; then
     'for op in $0; do
        ncu --kernel-name-base demangled -k "regex:^(?!.*eager)" --launch-skip "$3" --launch-count "$4" \
          --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-         --section SchedulerStats --section MemoryWorkloadAnalysis \
+         --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
+         --section ComputeWorkloadAnalysis --section SourceCounters \
          "$1" bench --op "$op" --iters 1 >"$2/bench_profile_$op.txt" 2>&1 || exit 1
      done' \
     "$DFUSE_PROFILE_BENCH_OPS" "$BUILD/dfuse" "$OUT" "${DFUSE_PROFILE_BENCH_SKIP:-0}" "${DFUSE_PROFILE_BENCH_COUNT:-2}"

@@ -53,9 +53,10 @@ DFUSE_HD float fma_rn(float a, float b, float c) {
 // Double-precision IEEE operations (aten's opmath for fp64 tensors), and the double -> float
 // round to nearest even that aten's copy_ applies before narrowing further to bf16/f16.
 // aten's add / sub of fp64 tensors, `self + alpha * other` (alpha = 1 or -1): one fused multiply-add, as
-// aten's compiled kernel does it. The value equals self + other or self - other rounded once; where both
-// are NaNs, the one that survives is the fused multiply-add's choice by operand slot (an add of the same
-// two NaNs may keep the other one: the H200 produced 0xfff8... for inf * 0, a negative NaN).
+// aten's compiled kernel does it. The value equals self + other or self - other rounded once. Where both are
+// NaNs the result is self's on the H200, as in torch (docs/BENCHMARKS.md, session 9); a DADD keeps its second
+// source's, and nvcc orders an add's sources as it likes, so __dadd_rn(self, other) may keep either. (The
+// H200's inf * 0 in fp64 is a negative NaN, 0xfff8...; input NaNs are usually positive.)
 DFUSE_HD double dadd_alpha_rn(double self, double other, double alpha) {
 #if defined(__CUDA_ARCH__)
   return __fma_rn(other, alpha, self);

@@ -4,8 +4,8 @@
 // chain). Contract: bit-exact against that chain. Pair p of a head, with x1 = x[2p],
 // x2 = x[2p+1], c = freqs_cos[2p], s = freqs_sin[2p+1] (fp64):
 //   out[2p]   = T(float(x1 * c - x2 * s))      every op an IEEE double op (aten's fp64 opmath;
-//   out[2p+1] = T(float(x1 * s + x2 * c))      its sub and add are fma(b, -+1, a), as aten's, so that
-//                                               where both terms are NaNs the same one survives)
+//   out[2p+1] = T(float(x1 * s + x2 * c))      a - b and a + b are aten's fma(b, -1, a) and fma(b, 1, a),
+//                                               so that where both terms are NaNs a's survives, as in torch)
 // The store rounds double -> float -> T (aten's copy_ casts through float: two roundings, which
 // differ from one double -> bf16 rounding at bf16 ties).
 #pragma once
