@@ -59,28 +59,20 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
     if constexpr (sizeof(T) == 2 && LayerNormPairEpilogue<Epi>::kDefined) {
       using Pair = LayerNormPairEpilogue<Epi>;
       constexpr LayerNormPath kPath = LayerNormPath::vectorized;
-      uint32_t sw[2], hw[2], ow[2];
-      chunk_words(sc, sw);
-      chunk_words(hc, hw);
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        const float a = Pair::template normalized<kPath>(S::load(xc.v[2 * k]), mean, rstd, 2 * k);
-        const float b = Pair::template normalized<kPath>(S::load(xc.v[2 * k + 1]), mean, rstd, 2 * k + 1);
-        ow[k] = Pair::template apply<T>(PairedArith<T>::pack(a, b), sw[k], hw[k]);
+        const float a = Pair::template normalized<kPath>(S::load(xc.get(2 * k)), mean, rstd, 2 * k);
+        const float b = Pair::template normalized<kPath>(S::load(xc.get(2 * k + 1)), mean, rstd, 2 * k + 1);
+        oc.w[k] = Pair::template apply<T>(PairedArith<T>::pack(a, b), sc.w[k], hc.w[k]);
       }
-      oc = chunk_from_words<T>(ow);
     } else {
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        oc.v[k] = Epi::template apply<LayerNormPath::vectorized>(S::load(xc.v[k]), mean, rstd, k, sc.v[k], hc.v[k]);
+        oc.set(k, Epi::template apply<LayerNormPath::vectorized>(S::load(xc.get(k)), mean, rstd, k, sc.get(k),
+                                                                 hc.get(k)));
       }
     }
-    if (vec.out) {
-      *reinterpret_cast<Chunk4<T>*>(out + 4 * i) = oc;
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) out[4 * i + k] = oc.v[k];
-    }
+    store_chunk4(out, i, oc, vec.out);
   };
 
   if constexpr (Cached > 0) {
@@ -95,7 +87,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
     for (int j = 0; j < Cached; ++j)
       if (tid + int64_t(j) * kLayerNormVecThreads < chunks)
 #pragma unroll
-        for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].v[k]), 4 * j + k + 1);
+        for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
     const LayerNormStats stats = block_layer_norm_reduce_vectorized(s, n);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
 #pragma unroll
@@ -112,7 +104,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
       [&](int64_t i, float v[4]) {
         const Chunk4<T> c = load_chunk4(x, i, 1, vec.x);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = S::load(c.v[k]);
+        for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
       },
       n);
   const float rstd = layer_norm_rstd(stats.var, p.eps);

@@ -6,40 +6,44 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "common/layer_norm_stats.h"
+#include "cuda/vector_io.cuh"
 
 namespace dfuse::detail {
 
-// Four consecutive elements of a row, one 8-byte (bf16/f16) or 16-byte (f32) access when aligned.
+// Four consecutive elements of a row as 32-bit words (cuda/vector_io.cuh's Pack: two words for bf16/f16,
+// four for f32), one 8-byte or 16-byte access when aligned. 16-bit elements stay packed two to a word,
+// the layout of cuda/paired_arith.cuh's packed pairs (elements 2k and 2k + 1 in word k, the lower in the
+// low half).
 template <typename T>
-struct alignas(4 * sizeof(T)) Chunk4 {
-  T v[4];
-};
-
-// A 16-bit chunk as two 32-bit words (elements 2k and 2k + 1 in word k, the lower in the low half), the
-// layout of cuda/paired_arith.cuh's packed pairs, and back.
-template <typename T>
-__device__ __forceinline__ void chunk_words(const Chunk4<T>& c, uint32_t (&w)[2]) {
-  static_assert(sizeof(T) == 2, "16-bit elements");
-  memcpy(w, &c, sizeof(w));
-}
-template <typename T>
-__device__ __forceinline__ Chunk4<T> chunk_from_words(const uint32_t (&w)[2]) {
-  static_assert(sizeof(T) == 2, "16-bit elements");
-  Chunk4<T> c;
-  memcpy(&c, w, sizeof(w));
-  return c;
-}
+using Chunk4 = Pack<T, 4>;
 
 // Elements 4i..4i+3 of a row with column stride `cs` (1, or 0: one value for the whole row); `vec`
 // when the row allows one 4-element access.
 template <typename T>
-__device__ Chunk4<T> load_chunk4(const T* row, int64_t i, int64_t cs, bool vec) {
-  if (cs == 0) return {{row[0], row[0], row[0], row[0]}};
-  if (vec) return *reinterpret_cast<const Chunk4<T>*>(row + 4 * i);
-  return {{row[4 * i], row[4 * i + 1], row[4 * i + 2], row[4 * i + 3]}};
+__device__ __forceinline__ Chunk4<T> load_chunk4(const T* row, int64_t i, int64_t cs, bool vec) {
+  Chunk4<T> c;
+  if (cs == 0) {
+    c.fill(row[0]);
+  } else if (vec) {
+    c.load(row + 4 * i);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) c.set(k, row[4 * i + k]);
+  }
+  return c;
+}
+
+// The chunk stored as elements 4i..4i+3 of a contiguous row in global memory; `vec` as for load_chunk4.
+template <typename T>
+__device__ __forceinline__ void store_chunk4(T* row, int64_t i, const Chunk4<T>& c, bool vec) {
+  if (vec) {
+    c.store_global(row + 4 * i);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) row[4 * i + k] = c.get(k);
+  }
 }
 
 // The block part of the vectorized kernel's reduction: `s` is this thread's fold of its chunks

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace dfuse::detail {
 
@@ -15,6 +16,11 @@ namespace dfuse::detail {
 // RMSNorm, QK-norm and RoPE kernels), four store instructions where one serves.
 __device__ __forceinline__ void store_global_16(void* p, uint4 q) {
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(q.x), "r"(q.y), "r"(q.z), "r"(q.w) : "memory");
+}
+
+// The same for an 8-byte store (p 8-byte aligned), which NVVM splits into two 4-byte stores likewise.
+__device__ __forceinline__ void store_global_8(void* p, uint2 q) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(q.x), "r"(q.y) : "memory");
 }
 
 template <typename U, int VEC>
@@ -46,5 +52,71 @@ __device__ __forceinline__ void store_elems(U* p, const U (&v)[VEC]) {
     for (int e = 0; e < VEC; ++e) p[e] = v[e];
   }
 }
+
+// VEC elements of T held as 32-bit words, so that 16-bit elements stay packed two to a register
+// (an array of 16-bit structs would take one register per element).
+template <typename T, int VEC>
+struct Pack {
+  static_assert(sizeof(T) * VEC % 4 == 0 || VEC == 1, "a pack is whole 32-bit words or one element");
+  static constexpr int kWords = sizeof(T) * VEC >= 4 ? sizeof(T) * VEC / 4 : 1;
+  uint32_t w[kWords];
+
+  __device__ __forceinline__ T get(int e) const {
+    if constexpr (sizeof(T) == 4) {
+      return __uint_as_float(w[e]);
+    } else {
+      return T{uint16_t(w[e / 2] >> (16 * (e % 2)))};
+    }
+  }
+  __device__ __forceinline__ void set(int e, T v) {
+    if constexpr (sizeof(T) == 4) {
+      w[e] = __float_as_uint(v);
+    } else if constexpr (VEC == 1) {
+      w[0] = v.bits;
+    } else {
+      const int shift = 16 * (e % 2);
+      w[e / 2] = (w[e / 2] & ~(0xFFFFu << shift)) | (uint32_t(v.bits) << shift);
+    }
+  }
+  // One access of the whole pack (p aligned to its size): 16, 8 or 4 bytes, or one 16-bit element.
+  __device__ __forceinline__ void load(const T* p) {
+    if constexpr (sizeof(T) * VEC == 16) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else if constexpr (sizeof(T) * VEC == 8) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    } else if constexpr (sizeof(T) * VEC == 4) {
+      w[0] = *reinterpret_cast<const uint32_t*>(p);
+    } else {
+      set(0, *p);
+    }
+  }
+  __device__ __forceinline__ void store(T* p) const {
+    if constexpr (sizeof(T) * VEC == 16) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (sizeof(T) * VEC == 8) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else if constexpr (sizeof(T) * VEC == 4) {
+      *reinterpret_cast<uint32_t*>(p) = w[0];
+    } else {
+      *p = get(0);
+    }
+  }
+  // The same to global memory, a 16-byte or 8-byte pack as one st.global.v4 / v2.
+  __device__ __forceinline__ void store_global(T* p) const {
+    if constexpr (sizeof(T) * VEC == 16) {
+      store_global_16(p, make_uint4(w[0], w[1], w[2], w[3]));
+    } else if constexpr (sizeof(T) * VEC == 8) {
+      store_global_8(p, make_uint2(w[0], w[1]));
+    } else {
+      store(p);
+    }
+  }
+  __device__ __forceinline__ void fill(T v) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) set(e, v);
+  }
+};
 
 }  // namespace dfuse::detail

@@ -27,7 +27,7 @@ __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool ou
         [&](int64_t i, float v[4]) {
           const Chunk4<T> c = load_chunk4(x, i, 1, x_vec);
 #pragma unroll
-          for (int k = 0; k < 4; ++k) v[k] = S::load(c.v[k]);
+          for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
         },
         n);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
@@ -35,13 +35,8 @@ __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool ou
       const Chunk4<T> c = load_chunk4(x, i, 1, x_vec);
       Chunk4<T> o;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) o.v[k] = fp32_layernorm_element<T>(p, S::load(c.v[k]), stats.mean, rstd, 4 * i + k);
-      if (out_vec) {
-        *reinterpret_cast<Chunk4<T>*>(out + 4 * i) = o;
-      } else {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) out[4 * i + k] = o.v[k];
-      }
+      for (int k = 0; k < 4; ++k) o.set(k, fp32_layernorm_element<T>(p, S::load(c.get(k)), stats.mean, rstd, 4 * i + k));
+      store_chunk4(out, i, o, out_vec);
     }
   } else {
     const LayerNormStats stats = block_layer_norm_stats_generic([&](int64_t c) { return S::load(x[c]); }, n);

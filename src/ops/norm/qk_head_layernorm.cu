@@ -36,7 +36,7 @@ __device__ void head_layer_norm_row(const HeadLayerNorm& h, float eps, uint32_t 
         [&](int64_t i, float v[4]) {
           const Chunk4<T> c = load4(i);
 #pragma unroll
-          for (int k = 0; k < 4; ++k) v[k] = S::load(c.v[k]);
+          for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
         },
         n);
     const float rstd = layer_norm_rstd(st.var, eps);
@@ -48,15 +48,10 @@ __device__ void head_layer_norm_row(const HeadLayerNorm& h, float eps, uint32_t 
         const int64_t col = 4 * i + k;
         const float g = weight ? S::load(weight[col * h.weight_stride]) : 1.0f;
         const float b = bias ? S::load(bias[col * h.bias_stride]) : 0.0f;
-        o.v[k] = S::store(layer_norm_element(LayerNormPath::vectorized, S::load(c.v[k]), st.mean, rstd,
-                                             weight != nullptr, g, bias != nullptr, b, k));
+        o.set(k, S::store(layer_norm_element(LayerNormPath::vectorized, S::load(c.get(k)), st.mean, rstd,
+                                             weight != nullptr, g, bias != nullptr, b, k)));
       }
-      if (out_vec) {
-        *reinterpret_cast<Chunk4<T>*>(out + 4 * i) = o;
-      } else {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) out[4 * i + k] = o.v[k];
-      }
+      store_chunk4(out, i, o, out_vec);
     }
   } else {
     const LayerNormStats st = warp_layer_norm_stats_generic([&](int64_t c) { return S::load(x[c]); }, n);

@@ -29,15 +29,6 @@ struct ResidualNormVec {
   bool residual, gate, update, scale, shift, r_out, out, weight;
 };
 
-template <typename T>
-__device__ void store_chunk4(T* row, int64_t i, const Chunk4<T>& c, bool vec) {
-  if (vec) {
-    *reinterpret_cast<Chunk4<T>*>(row + 4 * i) = c;
-  } else {
-#pragma unroll
-    for (int k = 0; k < 4; ++k) row[4 * i + k] = c.v[k];
-  }
-}
 
 // The row's statistics from the staged r, by the whole block (kThreads = the path's aten block).
 template <int kThreads, typename T>
@@ -82,19 +73,14 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
       const Chunk4<T> u = load_chunk4(update, i, cs_upd, vec.update);
       Chunk4<T> r;
       if constexpr (sizeof(T) == 2) {  // on packed pairs (ops/adaln/residual_gate_add.cuh)
-        uint32_t aw[2], gw[2], uw[2], rw[2];
-        chunk_words(a, aw);
-        chunk_words(g, gw);
-        chunk_words(u, uw);
         bool fallback = false;  // the gated residual's pair form has none
 #pragma unroll
-        for (int k = 0; k < 2; ++k) rw[k] = RowwisePair<ResidualGateAdd<T>>::apply(fallback, aw[k], gw[k], uw[k]);
-        r = chunk_from_words<T>(rw);
+        for (int k = 0; k < 2; ++k) r.w[k] = RowwisePair<ResidualGateAdd<T>>::apply(fallback, a.w[k], g.w[k], u.w[k]);
       } else {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) r.v[k] = gate_add(a.v[k], g.v[k], u.v[k]);
+        for (int k = 0; k < 4; ++k) r.set(k, gate_add(a.get(k), g.get(k), u.get(k)));
       }
-      store_chunk4(staged, i, r, true);
+      r.store(staged + 4 * i);
       store_chunk4(r_out, i, r, vec.r_out);
     }
   } else {
@@ -121,21 +107,17 @@ __global__ void __launch_bounds__(kThreads) scale_residual_norm_kernel(ScaleResi
         float y[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k)
-          y[k] = element(S::load(r.v[k]), stats, k, Element::kHasWeight ? S::load(w.v[k]) : 1.0f);
+          y[k] = element(S::load(r.get(k)), stats, k, Element::kHasWeight ? S::load(w.get(k)) : 1.0f);
         Chunk4<T> o;
         if constexpr (sizeof(T) == 2) {  // the modulate on packed pairs (ops/adaln/modulate_scale_shift.cuh)
-          uint32_t sw[2], hw[2], ow[2];
-          chunk_words(sc, sw);
-          chunk_words(sh, hw);
           bool fallback = false;  // modulate's pair form has none
 #pragma unroll
           for (int k = 0; k < 2; ++k)
-            ow[k] = RowwisePair<ModulateScaleShift<T>>::apply(fallback, PairedArith<T>::pack(y[2 * k], y[2 * k + 1]),
-                                                              sw[k], hw[k]);
-          o = chunk_from_words<T>(ow);
+            o.w[k] = RowwisePair<ModulateScaleShift<T>>::apply(fallback, PairedArith<T>::pack(y[2 * k], y[2 * k + 1]),
+                                                               sc.w[k], sh.w[k]);
         } else {
 #pragma unroll
-          for (int k = 0; k < 4; ++k) o.v[k] = ModulateScaleShift<T>{}(S::store(y[k]), sc.v[k], sh.v[k]);
+          for (int k = 0; k < 4; ++k) o.set(k, ModulateScaleShift<T>{}(S::store(y[k]), sc.get(k), sh.get(k)));
         }
         store_chunk4(out, i, o, vec.out);
       }
