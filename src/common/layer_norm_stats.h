@@ -51,13 +51,18 @@ struct WelfordVec {
   float mean = 0.0f, sigma2 = 0.0f, count = 0.0f;
 };
 
-// One element: delta = v - mean; count += 1; mean = fma(delta, 1/count, mean);
-// sigma2 = fma(delta, v - mean', sigma2), the reciprocal correctly rounded.
-DFUSE_HD WelfordVec welford_vec_update(WelfordVec s, float v) {
+// One element given `count` (s.count + 1) and `rcp`, its correctly rounded reciprocal:
+// delta = v - mean; mean' = fma(delta, rcp, mean); sigma2' = fma(delta, v - mean', sigma2).
+DFUSE_HD WelfordVec welford_vec_update_rcp(WelfordVec s, float v, float count, float rcp) {
   const float delta = sub_rn(v, s.mean);
-  const float count = add_rn(s.count, 1.0f);
-  const float mean = fma_rn(delta, div_rn(1.0f, count), s.mean);
+  const float mean = fma_rn(delta, rcp, s.mean);
   return {mean, fma_rn(delta, sub_rn(v, mean), s.sigma2), count};
+}
+
+// One element as cuWelfordOnlineSum computes it: count += 1, the reciprocal by IEEE division.
+DFUSE_HD WelfordVec welford_vec_update(WelfordVec s, float v) {
+  const float count = add_rn(s.count, 1.0f);
+  return welford_vec_update_rcp(s, v, count, div_rn(1.0f, count));
 }
 
 // welford_vec_update of a thread's `count`-th element (s has folded the count - 1 before it), for
@@ -65,9 +70,7 @@ DFUSE_HD WelfordVec welford_vec_update(WelfordVec s, float v) {
 // (exactly the correctly rounded reciprocal the division computes) and leaves the dependent chain
 // of updates, where each update would otherwise wait on a division.
 DFUSE_HD WelfordVec welford_vec_update_nth(WelfordVec s, float v, int count) {
-  const float delta = sub_rn(v, s.mean);
-  const float mean = fma_rn(delta, 1.0f / float(count), s.mean);
-  return {mean, fma_rn(delta, sub_rn(v, mean), s.sigma2), float(count)};
+  return welford_vec_update_rcp(s, v, float(count), 1.0f / float(count));
 }
 
 // cuWelfordCombine(own, other), as every reduction step calls it.
