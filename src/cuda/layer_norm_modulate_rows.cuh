@@ -37,12 +37,17 @@ struct LayerNormPairEpilogue {
 
 // The vectorized kernel keeps up to `Cached` chunks of x per thread in registers (all loaded before
 // the reduction, so the row is in flight at once and read once): rows up to 512 * Cached elements.
-// Cached = 0: longer rows, which re-read their chunks for the epilogue.
-template <typename Epi, typename T, int Cached>
+// Cached = 0: longer rows, which re-read their chunks for the epilogue. kAligned: every operand has
+// contiguous, 4-element aligned rows (the common case), known at compile time so that no scalar or
+// broadcast fallback is compiled beside the vector accesses (predicated, it issued five loads per chunk
+// where one serves); otherwise `vec` says which operands allow vector accesses.
+template <typename Epi, typename T, int Cached, bool kAligned>
 __global__ void __launch_bounds__(kLayerNormVecThreads)
-    layernorm_modulate_vectorized(LayernormModulateParams p, VecFlags vec) {
+    layernorm_modulate_vectorized(LayernormModulateParams p, VecFlags runtime_vec) {
   using S = Storage<T>;
   const RowwiseParams& q = p.rows;
+  const VecFlags vec = kAligned ? VecFlags{true, true, true, true} : runtime_vec;
+  const int64_t scale_cs = kAligned ? 1 : q.in[1].col_stride, shift_cs = kAligned ? 1 : q.in[2].col_stride;
   uint32_t idx[3];
   q.geom.split(blockIdx.x, idx);
   const T* x = static_cast<const T*>(q.in[0].data) + q.in[0].offset(idx);
@@ -94,8 +99,8 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
     for (int j = 0; j < Cached; ++j) {
       const int64_t i = tid + int64_t(j) * kLayerNormVecThreads;
       if (i < chunks)
-        emit(i, xc[j], load_chunk4(scale, i, q.in[1].col_stride, vec.scale),
-             load_chunk4(shift, i, q.in[2].col_stride, vec.shift), stats.mean, rstd);
+        emit(i, xc[j], load_chunk4(scale, i, scale_cs, vec.scale),
+             load_chunk4(shift, i, shift_cs, vec.shift), stats.mean, rstd);
     }
     return;
   }
@@ -109,8 +114,8 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
       n);
   const float rstd = layer_norm_rstd(stats.var, p.eps);
   for (int64_t i = tid; i < chunks; i += kLayerNormVecThreads)
-    emit(i, load_chunk4(x, i, 1, vec.x), load_chunk4(scale, i, q.in[1].col_stride, vec.scale),
-         load_chunk4(shift, i, q.in[2].col_stride, vec.shift), stats.mean, rstd);
+    emit(i, load_chunk4(x, i, 1, vec.x), load_chunk4(scale, i, scale_cs, vec.scale),
+         load_chunk4(shift, i, shift_cs, vec.shift), stats.mean, rstd);
 }
 
 template <typename Epi, typename T>
@@ -146,14 +151,20 @@ void layernorm_modulate_rows_cuda(const LayernormModulateParams& p, Stream strea
     const int64_t per_thread = (p.rows.geom.cols / 4 + kLayerNormVecThreads - 1) / kLayerNormVecThreads;
     const unsigned grid = unsigned(rows);
     if (p.path == LayerNormPath::vectorized) {
+      const auto launch = [&]<int Cached>() {
+        if (vec.x && vec.scale && vec.shift && vec.out)
+          layernorm_modulate_vectorized<Epi, T, Cached, true><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+        else
+          layernorm_modulate_vectorized<Epi, T, Cached, false><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+      };
       if (per_thread <= 4)
-        layernorm_modulate_vectorized<Epi, T, 4><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+        launch.template operator()<4>();
       else if (per_thread <= 8)
-        layernorm_modulate_vectorized<Epi, T, 8><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+        launch.template operator()<8>();
       else if (per_thread <= 12)
-        layernorm_modulate_vectorized<Epi, T, 12><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+        launch.template operator()<12>();
       else
-        layernorm_modulate_vectorized<Epi, T, 0><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+        launch.template operator()<0>();
     } else
       layernorm_modulate_generic<Epi, T><<<unsigned(rows), kLayerNormMomentsThreads, 0, s>>>(p);
   });
