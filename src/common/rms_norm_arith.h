@@ -114,49 +114,47 @@ DFUSE_HD float decomposed_rms_norm_element(float x, float inv_rms, bool has_weig
   return has_weight ? mul_rn(Storage<T>::round(h), weight) : h;
 }
 
-// Reduce.cuh's per-lane accumulation of a row of n squares, sq(k) returning element k's square. A lane
-// keeps mean_chains(c) accumulators ("chains"): input_vectorized_thread_reduce_impl's c.vec (= kVec, 4 or
-// 8) over vectors strided by `lanes`, after a head-alignment step for a row starting `shift` elements past
-// a 16-byte boundary (into accumulator 0 first) and before the tail (into accumulator 0 last); or
-// thread_reduce_impl's 4 over elements strided by `lanes`. The lane's partial is its chains folded in
-// order. Each chain is a separate dependent sequence of additions, so a block can run a row's
-// c.lanes * mean_chains(c) chains on as many threads.
-DFUSE_HD int mean_chains(const MeanReduceConfig& c) { return c.vectorized ? c.vec : 4; }
-
-// Accumulator i of lane `lane`.
+// One lane's contribution to the mean of a row of n squares, sq(k) returning element k's square:
+// Reduce.cuh's input_vectorized_thread_reduce_impl (head-alignment step for a row starting `shift`
+// elements past a 16-byte boundary, c.vec (= kVec, 4 or 8) accumulators over vectors strided by
+// `lanes`, tail into accumulator 0) or thread_reduce_impl (4 accumulators strided by lanes), then the
+// in-order fold.
 template <int kVec, typename Sq>
-DFUSE_HD float mean_chain_partial(Sq sq, int64_t n, const MeanReduceConfig& c, int lane, int i, int shift) {
-  float acc = 0.0f;
-  if (!c.vectorized) {
-    for (int64_t k = lane + int64_t(i) * c.lanes; k < n; k += 4 * int64_t(c.lanes)) acc = add_rn(acc, sq(k));
-    return acc;
+DFUSE_HD float mean_lane_partial_vec(Sq sq, int64_t n, const MeanReduceConfig& c, int lane, int shift) {
+  float acc[kVec];
+  for (int i = 0; i < kVec; ++i) acc[i] = 0.0f;
+  int width = 4;
+  if (c.vectorized) {
+    width = kVec;
+    int64_t begin = 0, end = n;
+    if (shift > 0) {
+      if (lane >= shift && lane < kVec) acc[0] = add_rn(acc[0], sq(lane - shift));
+      begin = kVec - shift;
+      end = n - begin;
+    }
+    for (int64_t idx = lane; idx * kVec + kVec - 1 < end; idx += c.lanes)
+      for (int i = 0; i < kVec; ++i) acc[i] = add_rn(acc[i], sq(begin + idx * kVec + i));
+    const int64_t tail = end - end % kVec + lane;
+    if (tail < end) acc[0] = add_rn(acc[0], sq(begin + tail));
+  } else {
+    int64_t idx = lane;
+    for (; idx + 3 * int64_t(c.lanes) < n; idx += 4 * int64_t(c.lanes))
+      for (int i = 0; i < 4; ++i) acc[i] = add_rn(acc[i], sq(idx + i * int64_t(c.lanes)));
+    for (int i = 0; i < 4; ++i)
+      if (idx < n) {
+        acc[i] = add_rn(acc[i], sq(idx));
+        idx += c.lanes;
+      }
   }
-  int64_t begin = 0, end = n;
-  if (shift > 0) {
-    if (i == 0 && lane >= shift && lane < kVec) acc = add_rn(acc, sq(lane - shift));
-    begin = kVec - shift;
-    end = n - begin;
-  }
-  // Unrolled so that a thread has several reads in flight ahead of its dependent additions (one at a time,
-  // a block's 24-element chains took longer than one warp's 8-wide lanes).
-#ifdef __CUDA_ARCH__
-#pragma unroll 4
-#endif
-  for (int64_t idx = lane; idx * kVec + kVec - 1 < end; idx += c.lanes) acc = add_rn(acc, sq(begin + idx * kVec + i));
-  const int64_t tail = end - end % kVec + lane;
-  if (i == 0 && tail < end) acc = add_rn(acc, sq(begin + tail));
-  return acc;
+  float v = acc[0];
+  for (int i = 1; i < kVec; ++i)
+    if (i < width) v = add_rn(v, acc[i]);
+  return v;
 }
 
-// One lane's contribution to the mean: its chains folded in order.
 template <typename Sq>
 DFUSE_HD float mean_lane_partial(Sq sq, int64_t n, const MeanReduceConfig& c, int lane, int shift) {
-  const auto chain = [&](int i) {
-    return c.vec == 8 ? mean_chain_partial<8>(sq, n, c, lane, i, shift) : mean_chain_partial<4>(sq, n, c, lane, i, shift);
-  };
-  float v = chain(0);
-  for (int i = 1; i < mean_chains(c); ++i) v = add_rn(v, chain(i));
-  return v;
+  return c.vec == 8 ? mean_lane_partial_vec<8>(sq, n, c, lane, shift) : mean_lane_partial_vec<4>(sq, n, c, lane, shift);
 }
 
 // The lane partials (c.lanes of them, overwritten) folded as block_x_reduce does: a halving tree

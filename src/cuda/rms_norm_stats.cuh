@@ -195,38 +195,15 @@ __device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
   return result;
 }
 
-// Reduce.cuh's lane partials of a row's squares (sq(k) returning element k's square) into lanes[0 ..
-// c.lanes). The row's chains (common/rms_norm_arith.h) spread over the block: chain q = lane * kChains + i
-// runs on thread q % 128, so a lane's chains sit in kChains consecutive threads of one warp, which fold
-// them in order by shuffles, and a warp reads consecutive elements of the row (Reduce.cuh's lanes lie
-// lane after lane in memory). A whole lane per thread instead leaves three warps of four idle for
-// c.lanes = 32 (the hidden-size rows of any tensor of 512 rows or more) and runs the row on one warp.
-template <int kChains, typename Sq>
-__device__ void block_mean_lane_partials(Sq sq, int64_t n, const MeanReduceConfig& c, int shift, float* lanes) {
-  const int tid = threadIdx.x;
-  const int chains = c.lanes * kChains;
-  for (int q0 = 0; q0 < chains; q0 += kRmsNormVecThreads) {
-    if (q0 + tid / 32 * 32 >= chains) break;  // warp-uniform: no chain for this warp in this round or later
-    const int q = q0 + tid, lane = q / kChains, i = q % kChains;
-    const float acc = q < chains ? mean_chain_partial<kChains>(sq, n, c, lane, i, shift) : 0.0f;
-    float v = __shfl_sync(0xffffffffu, acc, 0, kChains);
-#pragma unroll
-    for (int j = 1; j < kChains; ++j) v = add_rn(v, __shfl_sync(0xffffffffu, acc, j, kChains));
-    if (i == 0 && q < chains) lanes[lane] = v;
-  }
-}
-
-// The lane-folded sum of a row's squares in Reduce.cuh's order: the lane partials, then block_x_reduce's
-// fold (a shared-memory halving tree down to 32 lanes, a shuffle-down below). Every thread receives it.
+// The lane-folded sum of a row's squares in Reduce.cuh's order, sq(k) returning element k's square:
+// thread t emulates lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold as block_x_reduce
+// does: a shared-memory halving tree down to 32, a shuffle-down below. Every thread receives it.
 template <typename Sq>
 __device__ float block_mean_sum(Sq sq, int64_t n, const MeanReduceConfig& c, int shift) {
   __shared__ float lanes[512];
   __shared__ float result;
   const int tid = threadIdx.x;
-  if (mean_chains(c) == 8)
-    block_mean_lane_partials<8>(sq, n, c, shift, lanes);
-  else
-    block_mean_lane_partials<4>(sq, n, c, shift, lanes);
+  for (int l = tid; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = mean_lane_partial(sq, n, c, l, shift);
   for (int off = c.lanes / 2; off >= 32; off /= 2) {
     __syncthreads();
     for (int l = tid; l < off; l += kRmsNormVecThreads) lanes[l] = add_rn(lanes[l], lanes[l + off]);
