@@ -170,7 +170,14 @@ __device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t 
 #pragma unroll
   for (int v = 0; v < kLayerNormVecThreads / 32; ++v) {
     WelfordVec s;
-    for (int64_t i = 32 * v + lane; i < n / 4; i += kLayerNormVecThreads) {
+    int64_t i = 32 * v + lane;
+    if (i < n / 4) {  // the first chunk: counts 1..4, whose reciprocals are compile-time constants
+      float x[4];
+      load4(i, x);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, x[k], k + 1);
+    }
+    for (i += kLayerNormVecThreads; i < n / 4; i += kLayerNormVecThreads) {
       float x[4];
       load4(i, x);
 #pragma unroll

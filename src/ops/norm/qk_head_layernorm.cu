@@ -2,7 +2,9 @@
 // head: the warp computes the statistics aten's 128-thread (vectorized) or 512-thread (generic)
 // block would, in that block's exact order (cuda/layer_norm_stats.cuh, warp_* forms), so a short
 // head does not leave three quarters of a block idle; then each lane writes its elements (4-element
-// accesses where the rows are aligned). Contract: qk_head_layernorm.h.
+// accesses, for x and the affine parameters too, where the rows are aligned). On the vectorized path a head
+// of up to 128 elements is read once: a lane keeps its chunk from the statistics to the output.
+// Contract: qk_head_layernorm.h.
 #include "common/dispatch.h"
 #include "common/entries.h"
 #include "cuda/check.h"
@@ -15,12 +17,24 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
+// Per tensor (q, k): which operands allow one access per 4-element chunk (rows, or the affine parameters
+// contiguous, 4-element aligned).
 struct HeadAccess {
-  bool x_vec[2], out_vec[2];  // per head: rows allow 4-element accesses
+  bool x_vec[2], out_vec[2], weight_vec[2], bias_vec[2];
 };
 
+// Elements 4i..4i+3 of an affine parameter with element stride `stride`.
 template <typename T>
-__device__ void head_layer_norm_row(const HeadLayerNorm& h, float eps, uint32_t row, bool x_vec, bool out_vec) {
+__device__ __forceinline__ Chunk4<T> load_affine_chunk4(const T* v, int64_t i, int64_t stride, bool vec) {
+  if (vec) return load_chunk4(v, i, 1, true);
+  Chunk4<T> c;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) c.set(k, v[(4 * i + k) * stride]);
+  return c;
+}
+
+template <typename T>
+__device__ void head_layer_norm_row(const HeadLayerNorm& h, float eps, uint32_t row, const HeadAccess& a, int part) {
   using S = Storage<T>;
   const int lane = threadIdx.x % 32;
   uint32_t idx[3];
@@ -30,26 +44,32 @@ __device__ void head_layer_norm_row(const HeadLayerNorm& h, float eps, uint32_t 
   const auto* weight = static_cast<const T*>(h.weight);
   const auto* bias = static_cast<const T*>(h.bias);
   const int64_t n = h.geom.cols;
+  const bool x_vec = a.x_vec[part], out_vec = a.out_vec[part];
   if (h.path == LayerNormPath::vectorized) {
-    const auto load4 = [&](int64_t i) { return load_chunk4(x, i, 1, x_vec); };
+    // Heads of up to 128 elements: a lane's one chunk is read once and kept from the statistics to the output.
+    const bool held = n <= 128;
+    Chunk4<T> mine;
+    if (held && lane < n / 4) mine = load_chunk4(x, lane, 1, x_vec);
+    const auto chunk = [&](int64_t i) { return held ? mine : load_chunk4(x, i, 1, x_vec); };
     const LayerNormStats st = warp_layer_norm_stats_vectorized(
         [&](int64_t i, float v[4]) {
-          const Chunk4<T> c = load4(i);
+          const Chunk4<T> c = chunk(i);
 #pragma unroll
           for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
         },
         n);
     const float rstd = layer_norm_rstd(st.var, eps);
     for (int64_t i = lane; i < n / 4; i += 32) {
-      const Chunk4<T> c = load4(i);
+      const Chunk4<T> c = chunk(i);
+      Chunk4<T> g, b;
+      if (weight) g = load_affine_chunk4(weight, i, h.weight_stride, a.weight_vec[part]);
+      if (bias) b = load_affine_chunk4(bias, i, h.bias_stride, a.bias_vec[part]);
       Chunk4<T> o;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const int64_t col = 4 * i + k;
-        const float g = weight ? S::load(weight[col * h.weight_stride]) : 1.0f;
-        const float b = bias ? S::load(bias[col * h.bias_stride]) : 0.0f;
         o.set(k, S::store(layer_norm_element(LayerNormPath::vectorized, S::load(c.get(k)), st.mean, rstd,
-                                             weight != nullptr, g, bias != nullptr, b, k)));
+                                             weight != nullptr, weight ? S::load(g.get(k)) : 1.0f, bias != nullptr,
+                                             bias ? S::load(b.get(k)) : 0.0f, k)));
       }
       store_chunk4(out, i, o, out_vec);
     }
@@ -70,9 +90,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
   const int64_t warp = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int64_t q_rows = p.head[0].geom.rows();
   if (warp < q_rows) {
-    head_layer_norm_row<T>(p.head[0], p.eps, uint32_t(warp), a.x_vec[0], a.out_vec[0]);
+    head_layer_norm_row<T>(p.head[0], p.eps, uint32_t(warp), a, 0);
   } else if (warp - q_rows < p.head[1].geom.rows()) {
-    head_layer_norm_row<T>(p.head[1], p.eps, uint32_t(warp - q_rows), a.x_vec[1], a.out_vec[1]);
+    head_layer_norm_row<T>(p.head[1], p.eps, uint32_t(warp - q_rows), a, 1);
   }
 }
 
@@ -82,7 +102,12 @@ void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
   const DeviceGuard guard(p.device);
   const int vec_bytes = 4 * int(dtype_size(p.dtype));
   HeadAccess a{};
+  const auto affine_vec = [&](const void* v, int64_t stride) {
+    return v && stride == 1 && reinterpret_cast<uintptr_t>(v) % vec_bytes == 0;
+  };
   for (int h = 0; h < 2; ++h) {
+    a.weight_vec[h] = affine_vec(p.head[h].weight, p.head[h].weight_stride);
+    a.bias_vec[h] = affine_vec(p.head[h].bias, p.head[h].bias_stride);
     const bool cols_ok = p.head[h].geom.cols % 4 == 0;
     a.x_vec[h] = cols_ok && rows_aligned(p.head[h].x, p.dtype, vec_bytes);
     a.out_vec[h] = cols_ok && rows_aligned(p.head[h].out, p.dtype, vec_bytes);
