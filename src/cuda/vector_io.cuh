@@ -1,7 +1,11 @@
-// Vector loads and stores of VEC elements of any element type: whole 16-byte words (one or more
-// uint4 accesses; the address must be 16-byte aligned) when the VEC elements fill them, else one
-// element at a time. Used by kernels whose operands have different element sizes (a bf16 row
-// beside an fp32 row), where the element count per thread, not the byte count, is fixed.
+// Vector accesses shared by the kernels:
+// - store_global_16 / store_global_8: one st.global.v4 / v2 where NVVM would split a vector store;
+// - load_elems / store_elems: VEC elements of any element type, whole 16-byte words (one or more uint4
+//   accesses; the address must be 16-byte aligned) when the VEC elements fill them, else one element at
+//   a time, for kernels whose operands have different element sizes (a bf16 row beside an fp32 row),
+//   where the element count per thread, not the byte count, is fixed;
+// - Pack<T, VEC>: VEC elements of one type as 32-bit words, loaded and stored in one access (the
+//   row-wise, RMSNorm and LayerNorm kernels' vectors; LayerNorm's 4-element Chunk4).
 #pragma once
 
 #include <cuda_runtime.h>
