@@ -40,7 +40,7 @@ struct LayerNormPairEpilogue {
 // Cached = 0: longer rows, which re-read their chunks for the epilogue. kAligned: every operand has
 // contiguous, 4-element aligned rows (the common case), known at compile time so that no scalar or
 // broadcast fallback is compiled beside the vector accesses (predicated, it issued five loads per chunk
-// where one serves); otherwise `vec` says which operands allow vector accesses.
+// where one serves); otherwise `runtime_vec` says which operands allow vector accesses.
 template <typename Epi, typename T, int Cached, bool kAligned>
 __global__ void __launch_bounds__(kLayerNormVecThreads)
     layernorm_modulate_vectorized(LayernormModulateParams p, VecFlags runtime_vec) {

@@ -29,7 +29,6 @@ struct ResidualNormVec {
   bool residual, gate, update, scale, shift, r_out, out, weight;
 };
 
-
 // The row's statistics from the staged r, by the whole block (kThreads = the path's aten block).
 template <int kThreads, typename T>
 __device__ ResidualNormStats block_residual_norm_stats(const ScaleResidualNormParams& p, const T* row, int64_t n) {
