@@ -7,7 +7,9 @@ inputs; bias_silu/bias_glu channels last with a per-channel bias, bias_glu's x t
 the FFN up-projection D -> 4D at FLUX.1's shape; layernorm_modulate / rmsnorm_scale_shift with eps 1e-6 and
 per-batch scale/shift; rope_rotate_half on the q heads [B, S, D/128, 128] and rope_interleaved_pairs on
 [B, D/128, S, 128] (FLUX's layout), fp32 tables; fused_qknorm_rope on q and k heads of 128 sliced from one packed
-[B, S, 3 D] projection, F.rms_norm then the fp32 rotate-half RoPE) it reports the median kernel time from
+[B, S, 3 D] projection, F.rms_norm then the fp32 rotate-half RoPE; the norm family's other bit-exact ops: Z-Image's
+RMSNorm times a per-batch scale and as a tanh-gated residual, diffusers' decomposed RMSNorm then modulate, the gated
+residual then LayerNorm then modulate, the fp32 LayerNorm of a bf16 x, and a LayerNorm per packed q/k head) it reports the median kernel time from
 CUDA events, the bytes the op must move at least (each input read once, the output written once) per second,
 that rate as a share of the device copy bandwidth measured in the same run, the time of a copy moving the same
 bytes against the op's (the ceiling at small sizes, where a copy itself falls short of the large copy's rate),
@@ -116,6 +118,74 @@ def rmsnorm_inputs(shape):
     return rand(shape, 3.0), rand((d,), 1.0), rand((b, 1, d), 0.5), rand((b, 1, d), 1.0)
 
 
+def zimage_rms_norm(x, weight):
+    """Z-Image's RMSNorm (rmsnorm_scale, rmsnorm_tanh_residual): every op in x's dtype."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * weight
+
+
+def rmsnorm_scale_chain(x, weight, scale):
+    return zimage_rms_norm(x, weight) * scale
+
+
+def rmsnorm_tanh_residual_chain(residual, gate, y, weight):
+    return residual + torch.tanh(gate) * zimage_rms_norm(y, weight)
+
+
+def rmsnorm_tanh_residual_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 2.0), rand((b, 1, d), 1.0), rand(shape, 3.0), rand((d,), 1.0)
+
+
+def rmsnorm_scale_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 3.0), rand((d,), 1.0), rand((b, 1, d), 1.0)
+
+
+def rmsnorm_decomposed_chain(x, weight, scale, shift):
+    """diffusers' RMSNorm (x.float().pow(2).mean(-1), rsqrt, cast to the weight's dtype, * weight), then modulate."""
+    n = (x * torch.rsqrt(x.to(torch.float32).pow(2).mean(-1, keepdim=True) + EPS)).to(weight.dtype) * weight
+    return n * (1 + scale) + shift
+
+
+def scale_residual_chain(residual, gate, update, scale, shift):
+    r = residual + gate * update
+    return r, F.layer_norm(r, (r.shape[-1],), eps=EPS) * (1 + scale) + shift
+
+
+def scale_residual_inputs(shape):
+    b, _, d = shape
+    return rand(shape, 2.0), rand((b, 1, d), 0.5), rand(shape, 2.0), rand((b, 1, d), 0.5), rand((b, 1, d), 1.0)
+
+
+def fp32_layernorm_chain(x, weight, bias):
+    return F.layer_norm(x.float(), (x.shape[-1],), weight, bias, EPS).to(x.dtype)
+
+
+def fp32_layernorm_op(x, weight, bias):
+    return dt.fp32_layernorm_bf16(x, weight, bias, EPS)
+
+
+def fp32_layernorm_inputs(shape):
+    d = shape[-1]
+    return rand(shape, 3.0), torch.randn((d,), device="cuda"), torch.randn((d,), device="cuda")
+
+
+def qk_head_layernorm_chain(q, k, q_weight, q_bias, k_weight, k_bias):
+    return (F.layer_norm(q, (q.shape[-1],), q_weight, q_bias, EPS),
+            F.layer_norm(k, (k.shape[-1],), k_weight, k_bias, EPS))
+
+
+def qk_head_layernorm_op(q, k, q_weight, q_bias, k_weight, k_bias):
+    return dt.qk_head_layernorm(q, k, q_weight, q_bias, k_weight, k_bias, EPS)
+
+
+def qk_head_layernorm_inputs(shape):
+    """q and k as the [B, S, H, 128] slots of one packed [B, S, 3 D] projection, affine weights and biases [128]."""
+    b, s, d = shape
+    q, k, _ = rand((b, s, 3 * d), 3.0).view(b, s, 3, d // 128, 128).unbind(2)
+    return q, k, rand((128,), 1.0), rand((128,), 0.5), rand((128,), 1.0), rand((128,), 0.5)
+
+
 def rope_chain(x, cos, sin):
     """diffusers apply_rotary_emb(use_real=True, use_real_unbind_dim=-2) on x [B, S, H, D], with fp32 tables
     already broadcast as [1, S, 1, D]."""
@@ -210,6 +280,13 @@ OPS = {
     "bias_glu": Op(dt.bias_glu, bias_glu_chain, bias_glu_inputs),
     "layernorm_modulate": Op(dt.layernorm_modulate, layernorm_modulate_chain, modulate_inputs),
     "rmsnorm_scale_shift": Op(dt.rmsnorm_scale_shift, rmsnorm_scale_shift_chain, rmsnorm_inputs),
+    "rmsnorm_scale": Op(dt.rmsnorm_scale, rmsnorm_scale_chain, rmsnorm_scale_inputs),
+    "rmsnorm_tanh_residual": Op(dt.rmsnorm_tanh_residual, rmsnorm_tanh_residual_chain, rmsnorm_tanh_residual_inputs),
+    "rmsnorm_decomposed_scale_shift": Op(dt.rmsnorm_decomposed_scale_shift, rmsnorm_decomposed_chain, rmsnorm_inputs),
+    "scale_residual_norm_scale_shift": Op(dt.scale_residual_norm_scale_shift, scale_residual_chain,
+                                          scale_residual_inputs),
+    "fp32_layernorm_bf16": Op(fp32_layernorm_op, fp32_layernorm_chain, fp32_layernorm_inputs),
+    "qk_head_layernorm": Op(qk_head_layernorm_op, qk_head_layernorm_chain, qk_head_layernorm_inputs),
     "rope_rotate_half": Op(dt.rope_rotate_half, rope_chain, rope_inputs),
     "rope_interleaved_pairs": Op(dt.rope_interleaved_pairs, flux_rope_chain, flux_rope_inputs),
     "fused_qknorm_rope": Op(qknorm_rope_op, qknorm_rope_chain, qknorm_rope_inputs),
@@ -221,7 +298,9 @@ OPS = {
 }
 # Ops that run through the first-sight Gate, which counts their fused calls.
 GATED = {"modulate_scale_shift", "residual_gate_add", "silu_mul", "bias_silu", "bias_glu", "layernorm_modulate",
-         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs", "gelu_tanh_cat", "fused_qknorm_rope"}
+         "rmsnorm_scale_shift", "rope_rotate_half", "rope_interleaved_pairs", "gelu_tanh_cat", "fused_qknorm_rope",
+         "rmsnorm_scale", "rmsnorm_tanh_residual", "rmsnorm_decomposed_scale_shift", "scale_residual_norm_scale_shift",
+         "fp32_layernorm_bf16", "qk_head_layernorm"}
 
 
 def nbytes(t):

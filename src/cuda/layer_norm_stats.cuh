@@ -105,6 +105,44 @@ __device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t
   return block_layer_norm_reduce_vectorized(s, n);
 }
 
+// The vectorized block's statistics of a row held in registers: thread t loads its chunks t, t + 128, ...
+// (up to Cached of them: rows of up to 512 * Cached elements) into xc before the reduction, so that the
+// whole row is in flight at once and read once, and folds them with compile-time reciprocals
+// (welford_vec_update_nth). xc[j] is valid where t + 128 j < n / 4.
+template <int Cached, typename T>
+__device__ __forceinline__ LayerNormStats block_layer_norm_stats_cached(const T* x, int64_t n, bool vec,
+                                                                        Chunk4<T> (&xc)[Cached]) {
+  const int64_t chunks = n / 4;
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j) {
+    const int64_t i = tid + int64_t(j) * kLayerNormVecThreads;
+    if (i < chunks) xc[j] = load_chunk4(x, i, 1, vec);
+  }
+  WelfordVec s;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (tid + int64_t(j) * kLayerNormVecThreads < chunks)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, Storage<T>::load(xc[j].get(k)), 4 * j + k + 1);
+  return block_layer_norm_reduce_vectorized(s, n);
+}
+
+// Calls launch.template operator()<Cached>() with the chunk count a thread of the vectorized block caches
+// for rows of n elements: 4, 8 or 12, or 0 (longer rows: not cached, re-read after the reduction).
+template <typename Launch>
+void dispatch_layer_norm_cached(int64_t n, Launch launch) {
+  const int64_t per_thread = (n / 4 + kLayerNormVecThreads - 1) / kLayerNormVecThreads;
+  if (per_thread <= 4)
+    launch.template operator()<4>();
+  else if (per_thread <= 8)
+    launch.template operator()<8>();
+  else if (per_thread <= 12)
+    launch.template operator()<12>();
+  else
+    launch.template operator()<0>();
+}
+
 // load(k) reads element k of the row as float.
 template <typename Load>
 __device__ LayerNormStats block_layer_norm_stats_generic(Load load, int64_t n) {
@@ -190,6 +228,39 @@ __device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t 
   const WelfordVec s =
       welford_vec_combine(welford_vec_combine(w[0], w[2]), welford_vec_combine(w[1], w[3]));
   return {__shfl_sync(0xffffffffu, s.mean, 0), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0)};
+}
+
+// ---- half a warp computing what the vectorized block computes, for heads of 128 K elements -----------------
+// Lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7 (x[k][0..7]): aten's chunks 32k + 2j and
+// 32k + 2j + 1, which the 128-thread block gives threads 32k + 2j and 32k + 2j + 1 of its warp k (one chunk per
+// thread: counts 1..4). Warp k's shuffle-down fold over its 32 chunk states (offsets 16 .. 1) is, on chunks
+// held two per lane, the fold with lane offsets 8 .. 1 on both slots, then slot 0 with slot 1 in lane 0; the
+// warps then combine as (w0 + w2) + (w1 + w3), warps K.. empty. Both halves of a warp call it together (the
+// shuffles span the warp); every lane of a half receives its head's statistics.
+template <int K>
+__device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int64_t n) {
+  static_assert(K >= 1 && K <= 4, "one aten warp per 128-element block");
+  WelfordVec w[4];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    WelfordVec c[2];
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[b] = welford_vec_update_nth(c[b], x[k][4 * b + i], i + 1);
+#pragma unroll
+    for (int off = 8; off >= 1; off /= 2)
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const WelfordVec other{__shfl_down_sync(0xffffffffu, c[b].mean, off, 16),
+                               __shfl_down_sync(0xffffffffu, c[b].sigma2, off, 16),
+                               __shfl_down_sync(0xffffffffu, c[b].count, off, 16)};
+        c[b] = welford_vec_combine(c[b], other);
+      }
+    w[k] = welford_vec_combine(c[0], c[1]);
+  }
+  const WelfordVec s = welford_vec_combine(welford_vec_combine(w[0], w[2]), welford_vec_combine(w[1], w[3]));
+  return {__shfl_sync(0xffffffffu, s.mean, 0, 16), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0, 16)};
 }
 
 template <typename Load>

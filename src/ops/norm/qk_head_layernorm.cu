@@ -10,6 +10,9 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/layer_norm_stats.cuh"
+#include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
+#include "ops/rope/rope_launch.cuh"
 #include "ops/norm/qk_head_layernorm.h"
 
 namespace dfuse::detail {
@@ -96,6 +99,78 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
   }
 }
 
+// ---- the vectorized form: half a warp per head, 16-byte accesses ---------------------------------------------
+// Heads of 128 K elements (K = 1, 2) on aten's vectorized path whose rows, weight and bias allow 16-byte
+// accesses: lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7, the statistics come from
+// half_warp_layer_norm_stats (aten's block order), the affine parameters are read once per thread, and a
+// half-warp keeps half_warp_rows_in_flight(K) heads in flight (the QK-norm + RoPE rows' layout,
+// cuda/rms_norm_stats.cuh). blockIdx.y is the tensor (q, k); blocks grid-stride over its heads, launched as the
+// RoPE kernels are (ops/rope/rope_launch.cuh).
+template <typename T, int K>
+__global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
+  using S = Storage<T>;
+  constexpr int R = half_warp_rows_in_flight(K);
+  constexpr uint32_t kBlockRows = kRopeThreads / 16 * R;
+  constexpr int kVec = 16 / sizeof(T);
+  const HeadLayerNorm& h = p.head[blockIdx.y];
+  const uint32_t rows = uint32_t(h.geom.rows());
+  const int64_t n = h.geom.cols, first = kLaneElements * (threadIdx.x % 16);
+  const bool has_gamma = h.weight != nullptr, has_beta = h.bias != nullptr;
+  float gamma[K][kLaneElements], beta[K][kLaneElements];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < kLaneElements; ++e) gamma[k][e] = 1.0f, beta[k][e] = 0.0f;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (has_gamma) load_as_floats(static_cast<const T*>(h.weight) + 128 * k + first, gamma[k]);
+    if (has_beta) load_as_floats(static_cast<const T*>(h.bias) + 128 * k + first, beta[k]);
+  }
+  for (uint32_t warp_first = blockIdx.x * kBlockRows + threadIdx.x / 32 * (2 * R); warp_first < rows;
+       warp_first += gridDim.x * kBlockRows) {
+    uint32_t idx[R][3];
+    bool writes[R];
+    float v[R][K][kLaneElements];
+#pragma unroll
+    for (int b = 0; b < R; ++b) {
+      h.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
+      const T* x = static_cast<const T*>(h.x.data) + h.x.offset(idx[b]) + first;
+#pragma unroll
+      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
+    }
+#pragma unroll
+    for (int b = 0; b < R; ++b) {
+      const LayerNormStats st = half_warp_layer_norm_stats<K>(v[b], n);
+      const float rstd = layer_norm_rstd(st.var, p.eps);
+      T* out = static_cast<T*>(h.out.data) + h.out.offset(idx[b]) + first;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        Pack<T, kVec> o[kLaneElements / kVec];
+#pragma unroll
+        for (int e = 0; e < kLaneElements; ++e)
+          o[e / kVec].set(e % kVec, S::store(layer_norm_element(LayerNormPath::vectorized, v[b][k][e], st.mean, rstd,
+                                                                has_gamma, gamma[k][e], has_beta, beta[k][e], e % 4)));
+        if (writes[b])
+#pragma unroll
+          for (int q = 0; q < kLaneElements / kVec; ++q) o[q].store_global(out + 128 * k + q * kVec);
+      }
+    }
+  }
+}
+
+// Whether both tensors take the vectorized form: aten's vectorized path, heads of 128 or 256, and x, out,
+// weight and bias allowing 16-byte accesses at every head.
+bool vectorized_form_applies(const QkHeadLayerNormParams& p) {
+  for (const HeadLayerNorm& h : p.head) {
+    const int64_t n = h.geom.cols;
+    if (h.path != LayerNormPath::vectorized || (n != 128 && n != 256) || n != p.head[0].geom.cols) return false;
+    if (!rows_aligned(h.x, p.dtype, 16) || !rows_aligned(h.out, p.dtype, 16)) return false;
+    for (const auto& [v, stride] : {std::pair{h.weight, h.weight_stride}, std::pair{h.bias, h.bias_stride}})
+      if (v && (stride != 1 || reinterpret_cast<uintptr_t>(v) % 16)) return false;
+  }
+  return true;
+}
+
 void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
   const int64_t rows = p.head[0].geom.rows() + p.head[1].geom.rows();
   if (rows == 0) return;
@@ -112,10 +187,23 @@ void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
     a.x_vec[h] = cols_ok && rows_aligned(p.head[h].x, p.dtype, vec_bytes);
     a.out_vec[h] = cols_ok && rows_aligned(p.head[h].out, p.dtype, vec_bytes);
   }
+  const auto s = static_cast<cudaStream_t>(stream.handle);
+  if (vectorized_form_applies(p)) {  // half a warp per head
+    const int64_t heads = std::max(p.head[0].geom.rows(), p.head[1].geom.rows());
+    dispatch_bf16_f16_f32(p.dtype, "qk_head_layernorm", [&](auto tag) {
+      using T = decltype(tag);
+      if (p.head[0].geom.cols == 128)
+        launch_rope_kernel<qk_head_layernorm_vec_kernel<T, 1>>(p.device, heads * 16 / half_warp_rows_in_flight(1), 2,
+                                                               s, p);
+      else
+        launch_rope_kernel<qk_head_layernorm_vec_kernel<T, 2>>(p.device, heads * 16 / half_warp_rows_in_flight(2), 2,
+                                                               s, p);
+    });
+    return;
+  }
   const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   dispatch_bf16_f16_f32(p.dtype, "qk_head_layernorm", [&](auto tag) {
-    qk_head_layernorm_kernel<decltype(tag)>
-        <<<unsigned(blocks), 32 * kWarpsPerBlock, 0, static_cast<cudaStream_t>(stream.handle)>>>(p, a);
+    qk_head_layernorm_kernel<decltype(tag)><<<unsigned(blocks), 32 * kWarpsPerBlock, 0, s>>>(p, a);
   });
   DFUSE_CUDA_CHECK_LAUNCH();
 }
