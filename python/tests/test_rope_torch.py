@@ -333,6 +333,40 @@ def test_qknorm_rope_without_weight_and_specials(norm):
     check_qknorm_rope(1, 257, 24, 128, 128, torch.bfloat16, norm, "fp32_opmath", with_weight=False, specials=True)
 
 
+@pytest.mark.parametrize("layout", ["heads_before_tokens", "tables_per_head", "one_head_batch_3"])
+@pytest.mark.parametrize("norm", list(NORMS))
+def test_qknorm_rope_table_layouts(layout, norm):
+    """The kernel loads a table row once for the heads that share it, along whichever dim they lie: heads
+    before tokens ([B, H, S, D] views, tables [S, D]), tables that differ per head (nothing shared), and one
+    head with the batch as the shared dim."""
+    b, s, h, d, eps = (3, 65, 1, 128, 1e-6) if layout == "one_head_batch_3" else (2, 33, 5, 128, 1e-6)
+    dtype = torch.bfloat16
+    qkv = rand((b, s, 3 * h * d), dtype, 3.0)
+    weights = rand((d,), dtype), rand((d,), dtype)
+    if layout == "tables_per_head":
+        angles = torch.rand((s, h, d // 2), device="cuda", dtype=torch.float64) * 6.28
+        angles = torch.cat([angles, angles], dim=-1)
+        cos, sin = angles.cos().float(), angles.sin().float()  # [S, H, D]
+    else:
+        cos, sin = (t[:, None, :] for t in rope_tables(s, d, torch.float32))  # [S, 1, D]
+
+    def views(t):
+        q, k, _ = t.view(b, s, 3, h, d).unbind(2)
+        return (q.transpose(1, 2), k.transpose(1, 2)) if layout == "heads_before_tokens" else (q, k)
+
+    tables = (cos[:, 0], sin[:, 0]) if layout == "heads_before_tokens" else (cos, sin)
+    refs = [ROPES["fp32_opmath"](NORMS[norm](x, w, eps), *tables) for x, w in zip(views(qkv), weights)]
+    before = counters("fused_inplace_qknorm_rope")
+    work = qkv.clone()
+    q, k = views(work)
+    dt.fused_inplace_qknorm_rope(q, k, weights[0], weights[1], eps, *tables, norm, "fp32_opmath",
+                                 round_norm_before_rope=True)
+    assert_bitwise(q.contiguous(), refs[0])
+    assert_bitwise(k.contiguous(), refs[1])
+    after = counters("fused_inplace_qknorm_rope")
+    assert after.fused - before.fused == 1 and after.fallbacks == before.fallbacks, dt.gate_report()
+
+
 def test_qknorm_rope_fallback_head_dim():
     check_qknorm_rope(1, 33, 4, 64, 64, torch.bfloat16, "torch_rms_norm", "fp32_opmath", fused=False)
 

@@ -98,38 +98,52 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
   }
 }
 
-// ---- the vectorized form: half a warp per head, 16-byte accesses -------------------------------------------
+// ---- the vectorized form: half a warp per group of a token's heads, 16-byte accesses ------------------------
 //
-// Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of the head, and the
-// statistics come from cuda/rms_norm_stats.cuh's half-warp functions (the warp form's bits). The weight
-// is loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses
-// and the whole head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in
-// lane j ^ 8 (D = 128) or in the lane's other half (D = 256).
-constexpr int kHalfWarps = kRopeThreads / 16;
+// Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of a head, and the
+// statistics come from cuda/rms_norm_stats.cuh's half-warp functions (the warp form's bits). The launcher
+// moves the outer dim along which cos and sin broadcast (the heads of a token) to outer dim 2; a
+// half-warp's work item is a group of up to kGroupHeads consecutive heads along it, whose tables it loads
+// once, and whose heads it takes R at a time, all loaded before any is reduced. The weight is loaded once
+// per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses and the whole
+// head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in lane j ^ 8
+// (D = 128) or in the lane's other half (D = 256). Without such a dim a group is one head.
+constexpr int kGroupHeads = 8;
+#ifndef QKB
+#define QKB 3
+#endif
+#ifndef QKR
+#define QKR 2
+#endif
 
-// Output of one head from its normalized values v (lane j's elements 128k + 8j ..): the RoPE, then the
-// stores and the copied row, where `writes`. Every lane of the warp calls it (the partner shuffle).
-template <typename T, typename Table, RopeMath M, RopePairing P, int K>
+struct HeadGroupLaunch {
+  QkNormRopeLaunch rows;                            // outer dim 2: the heads that share a token's tables
+  uint32_t group_heads[kQkNormRopeMaxParts] = {};   // heads per group (the last may have fewer)
+  uint32_t groups_per_token[kQkNormRopeMaxParts] = {};
+  uint32_t items[kQkNormRopeMaxParts] = {};         // groups of the part
+};
+
+// Output of one head from its normalized values v (lane j's elements 128k + 8j ..) and its tables c, s:
+// the RoPE, then the stores and the copied row, where `writes`. Every lane of the warp calls it (the
+// partner shuffle).
+template <typename T, RopeMath M, RopePairing P, int K>
 __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, const float (&v)[K][kLaneElements],
-                                                       const uint32_t idx[3], int64_t first, bool writes) {
+                                                       const float (&c)[K][kLaneElements],
+                                                       const float (&s)[K][kLaneElements], int64_t out_offset,
+                                                       bool writes) {
   constexpr int kVec = 16 / sizeof(T);
   const int j = threadIdx.x % 16;
-  T* out = static_cast<T*>(p.norm.rows.out.data) + p.norm.rows.out.offset(idx) + first;
-  const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + first;
-  const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + first;
+  T* out = static_cast<T*>(p.norm.rows.out.data) + out_offset;
 #pragma unroll
   for (int k = 0; k < K; ++k) {
-    float c[kLaneElements], s[kLaneElements];
-    load_as_floats(cos + 128 * k, c);
-    load_as_floats(sin + 128 * k, s);
     Pack<T, kVec> result[kLaneElements / kVec];
 #pragma unroll
     for (int e = 0; e < kLaneElements; ++e) {
       T r;
       if constexpr (P == RopePairing::interleaved_pairs) {
         const int even = e & ~1;
-        const auto pair =
-            rope_interleaved_pair<T>(v[k][even], v[k][even + 1], c[even], c[even + 1], s[even], s[even + 1]);
+        const auto pair = rope_interleaved_pair<T>(v[k][even], v[k][even + 1], c[k][even], c[k][even + 1],
+                                                   s[k][even], s[k][even + 1]);
         r = e % 2 ? pair.odd : pair.even;
       } else {
         float partner;
@@ -139,7 +153,7 @@ __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, 
         } else {
           partner = k == 0 ? -v[1][e] : v[0][e];
         }
-        r = rotate_half_element<T, M>(v[k][e], partner, c[e], s[e]);
+        r = rotate_half_element<T, M>(v[k][e], partner, c[k][e], s[k][e]);
       }
       result[e / kVec].set(e % kVec, r);
     }
@@ -147,22 +161,20 @@ __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, 
 #pragma unroll
       for (int h = 0; h < kLaneElements / kVec; ++h) result[h].store_global(out + 128 * k + h * kVec);
   }
-  if (p.copies && writes) {
-    const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(idx) + first;
-    T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(idx) + first;
-#pragma unroll
-    for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
-  }
 }
 
-// Register bounds: D = 128 at 64 (four blocks per SM; two rows per half-warp), D = 256 at 128 (two blocks).
+// Register bounds: D = 128 at 64 (four blocks per SM), D = 256 at 128 (two blocks).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
-__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qknorm_rope_vec_kernel(QkNormRopeLaunch launch) {
-  constexpr int R = half_warp_rows_in_flight(K);
-  constexpr uint32_t kBlockRows = kHalfWarps * R;
-  const QkNormRopeRows& p = launch.part[blockIdx.y];
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? QKB : 2)
+    qknorm_rope_head_group_kernel(HeadGroupLaunch launch) {
+  constexpr int R = K == 1 ? QKR : 1;  // heads loaded before any is reduced
+  const uint32_t part = blockIdx.y;
+  const QkNormRopeRows& p = launch.rows.part[part];
   const RmsNormRowsParams& n = p.norm;
-  const uint32_t rows = uint32_t(n.rows.geom.rows());  // < 2^31 / 128: the guards bound the elements
+  const RowOperand &in = n.rows.in[0], &out = n.rows.out;
+  const uint32_t items = launch.items[part], group = launch.group_heads[part];
+  const uint32_t groups = launch.groups_per_token[part], heads = uint32_t(n.rows.geom.outer[2]);
+  const uint32_t tokens_inner = uint32_t(n.rows.geom.outer[1]);
   const int64_t first = kLaneElements * (threadIdx.x % 16);
   float weight[K][kLaneElements];
 #pragma unroll
@@ -173,33 +185,99 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qknorm_rope_vec_
 #pragma unroll
       for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
   }
-  for (uint32_t warp_first = blockIdx.x * kBlockRows + threadIdx.x / 32 * (2 * R); warp_first < rows;
-       warp_first += gridDim.x * kBlockRows) {
-    uint32_t idx[R][3];
-    bool writes[R];
-    float v[R][K][kLaneElements];
+  // Both halves of a warp take items warp_first and warp_first + 1 and run while warp_first < items; a
+  // half given an item past the last redoes warp_first's and writes nothing (the shuffles span the warp).
+  for (uint32_t warp_first = (blockIdx.x * kRopeThreads + threadIdx.x) / 32 * 2; warp_first < items;
+       warp_first += gridDim.x * (kRopeThreads / 16)) {
+    const uint32_t mine = warp_first + (threadIdx.x / 16) % 2;
+    const bool item_writes = mine < items;
+    const uint32_t item = item_writes ? mine : warp_first;
+    const uint32_t token = item / groups, h0 = item % groups * group, h_end = min(heads, h0 + group);
+    const uint32_t idx[3] = {token / tokens_inner, token % tokens_inner, h0};
+    float c[K][kLaneElements], s[K][kLaneElements];
+    const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + first;
+    const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + first;
 #pragma unroll
-    for (int b = 0; b < R; ++b) {
-      n.rows.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
-      const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx[b]) + first;
-#pragma unroll
-      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
+    for (int k = 0; k < K; ++k) {
+      load_as_floats(cos + 128 * k, c[k]);
+      load_as_floats(sin + 128 * k, s[k]);
     }
-    float inv[R];
+    const T* x = static_cast<const T*>(in.data) + in.offset(idx) + first;
+    const int64_t out_first = out.offset(idx) + first;
+    // Every half takes ceil(group / R) steps (the same count); a slot past its group's last head redoes h0.
+    for (uint32_t h = h0; h < h0 + group; h += R) {
+      int64_t head[R];
+      bool writes[R];
+      float v[R][K][kLaneElements];
 #pragma unroll
-    for (int b = 0; b < R; ++b) inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
-    with_rms_norm_element<T>(n, [&](auto element) {
+      for (int b = 0; b < R; ++b) {
+        const bool inside = h + b < h_end;
+        writes[b] = item_writes && inside;
+        head[b] = inside ? int64_t(h + b - h0) : 0;
 #pragma unroll
-      for (int b = 0; b < R; ++b)
+        for (int k = 0; k < K; ++k) load_as_floats(x + head[b] * in.stride[2] + 128 * k, v[b][k]);
+      }
+      float inv[R];
 #pragma unroll
-        for (int k = 0; k < K; ++k)
+      for (int b = 0; b < R; ++b) inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
+      with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
-          for (int e = 0; e < kLaneElements; ++e)
-            v[b][k][e] = qknorm_rope_normalized<T>(p, element, v[b][k][e], inv[b], weight[k][e]);
-    });
+        for (int b = 0; b < R; ++b)
 #pragma unroll
-    for (int b = 0; b < R; ++b) qknorm_rope_vec_output<T, Table, M, P, K>(p, v[b], idx[b], first, writes[b]);
+          for (int k = 0; k < K; ++k)
+#pragma unroll
+            for (int e = 0; e < kLaneElements; ++e)
+              v[b][k][e] = qknorm_rope_normalized<T>(p, element, v[b][k][e], inv[b], weight[k][e]);
+      });
+#pragma unroll
+      for (int b = 0; b < R; ++b) {
+        qknorm_rope_vec_output<T, M, P, K>(p, v[b], c, s, out_first + head[b] * out.stride[2], writes[b]);
+        if (p.copies && writes[b]) {
+          uint32_t hidx[3] = {idx[0], idx[1], h0 + uint32_t(head[b])};
+          const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(hidx) + first;
+          T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(hidx) + first;
+#pragma unroll
+          for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
+        }
+      }
+    }
   }
+}
+
+// Moves outer dim `a` of every row operand of `p` to outer dim 2 (the others keep their order): rows are
+// independent, so any order of the outer dims gives the same results.
+void move_outer_dim_last(QkNormRopeRows& p, int a) {
+  const auto rotate = [a](int64_t (&d)[3]) {
+    const int64_t moved = d[a];
+    for (int i = a; i < 2; ++i) d[i] = d[i + 1];
+    d[2] = moved;
+  };
+  rotate(p.norm.rows.geom.outer);
+  for (RowOperand* op : {&p.norm.rows.in[0], &p.norm.rows.out, &p.cos, &p.sin, &p.copy_src, &p.copy_dst})
+    rotate(op->stride);
+}
+
+// The launch of the head-group form: per part, the largest outer dim along which both tables broadcast
+// moved last and cut into equal groups of at most kGroupHeads heads; without one, groups of one head (each
+// with its own tables).
+HeadGroupLaunch head_group_launch(const QkNormRopeLaunch& launch) {
+  HeadGroupLaunch g;
+  g.rows = launch;
+  for (int i = 0; i < launch.parts; ++i) {
+    QkNormRopeRows& p = g.rows.part[i];
+    const int64_t* outer = p.norm.rows.geom.outer;
+    int axis = -1;
+    for (int a = 0; a < 3; ++a)
+      if (p.cos.stride[a] == 0 && p.sin.stride[a] == 0 && outer[a] > 1 && (axis < 0 || outer[a] > outer[axis]))
+        axis = a;
+    if (axis >= 0) move_outer_dim_last(p, axis);
+    const int64_t heads = outer[2];
+    const int64_t groups = axis < 0 ? heads : (heads + kGroupHeads - 1) / kGroupHeads;
+    g.group_heads[i] = uint32_t((heads + groups - 1) / groups);
+    g.groups_per_token[i] = uint32_t((heads + g.group_heads[i] - 1) / g.group_heads[i]);
+    g.items[i] = uint32_t(outer[0] * outer[1] * g.groups_per_token[i]);
+  }
+  return g;
 }
 
 // Whether every part allows the vectorized form: the whole head rotated and every row operand (x, the
@@ -225,13 +303,17 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   const bool d128 = launch.part[0].norm.rows.geom.cols == 128;
   const int device = launch.part[0].norm.rows.device;
   const auto parts = unsigned(launch.parts);
-  if (vectorized_form_applies(launch)) {  // half a warp per head
+  if (vectorized_form_applies(launch)) {  // half a warp per group of heads
+    const auto launch_groups = [&]<int K>() {
+      const HeadGroupLaunch groups = head_group_launch(launch);
+      const uint32_t items = *std::max_element(groups.items, groups.items + launch.parts);
+      launch_rope_kernel<qknorm_rope_head_group_kernel<T, Table, M, P, K>>(device, int64_t(items) * 16, parts, stream,
+                                                                          groups);
+    };
     if (d128)
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 1>>(device, rows * 16 / half_warp_rows_in_flight(1),
-                                                                    parts, stream, launch);
+      launch_groups.template operator()<1>();
     else
-      launch_rope_kernel<qknorm_rope_vec_kernel<T, Table, M, P, 2>>(device, rows * 16 / half_warp_rows_in_flight(2),
-                                                                    parts, stream, launch);
+      launch_groups.template operator()<2>();
   } else if (d128) {  // a warp per head
     launch_rope_kernel<qknorm_rope_kernel<T, Table, M, P, 1>>(device, rows * 32, parts, stream, launch);
   } else {
