@@ -36,8 +36,8 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
     if (p.chain == RmsNormChain::torch_rms_norm) return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
     const int shift = rms_norm_mean_shift(p, r);
     if (p.chain == RmsNormChain::diffusers_decomposed)
-      return block_decomposed_inv_rms(at, n, p.mean, shift, p.mean_factor, p.eps);
-    return block_storage_rms_norm_rstd<T>(at, n, p.mean, shift, p.mean_factor, p.eps);
+      return block_decomposed_inv_rms(row, n, p.mean, shift, p.mean_factor, p.eps);
+    return block_storage_rms_norm_rstd(row, n, p.mean, shift, p.mean_factor, p.eps);
   }
 }
 

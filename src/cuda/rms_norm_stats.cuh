@@ -22,12 +22,15 @@
 //  (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold); load4(i, v) reads
 //  elements 4i..4i+3 of the row as float into v, at(k) element k:
 //    block_torch_rms_norm_rstd(load4, n, eps)
-//    block_decomposed_inv_rms(at, n, config, shift, factor, eps)
-//    block_storage_rms_norm_rstd<T>(at, n, config, shift, factor, eps)   (storage-dtype chain)
+//    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
+//    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
+//  (these two read the staged row in T: row[k] is element k)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
 #include "common/rms_norm_arith.h"
+#include "cuda/paired_arith.cuh"
+#include "cuda/vector_io.cuh"
 #include "ops/norm/rmsnorm_rows.h"
 
 namespace dfuse::detail {
@@ -195,15 +198,16 @@ __device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
   return result;
 }
 
-// The lane-folded sum of a row's squares in Reduce.cuh's order, sq(k) returning element k's square:
-// thread t emulates lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold as block_x_reduce
-// does: a shared-memory halving tree down to 32, a shuffle-down below. Every thread receives it.
-template <typename Sq>
-__device__ float block_mean_sum(Sq sq, int64_t n, const MeanReduceConfig& c, int shift) {
+// The lane-folded sum of a row's squares in Reduce.cuh's order, partial(l) returning lane l's partial
+// (mean_lane_partial): thread t computes lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold as
+// block_x_reduce does: a shared-memory halving tree down to 32, a shuffle-down below. Every thread
+// receives it.
+template <typename Partial>
+__device__ float block_mean_sum(Partial partial, const MeanReduceConfig& c) {
   __shared__ float lanes[512];
   __shared__ float result;
   const int tid = threadIdx.x;
-  for (int l = tid; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = mean_lane_partial(sq, n, c, l, shift);
+  for (int l = tid; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = partial(l);
   for (int off = c.lanes / 2; off >= 32; off /= 2) {
     __syncthreads();
     for (int l = tid; l < off; l += kRmsNormVecThreads) lanes[l] = add_rn(lanes[l], lanes[l + off]);
@@ -219,23 +223,79 @@ __device__ float block_mean_sum(Sq sq, int64_t n, const MeanReduceConfig& c, int
   return result;
 }
 
-// The decomposed chain: squares in float, `shift` = (row * n) % 4.
-template <typename At>
-__device__ float block_decomposed_inv_rms(At at, int64_t n, const MeanReduceConfig& c, int shift, float factor,
-                                          float eps) {
-  const auto sq = [at](int64_t k) {
-    const float v = at(k);
-    return mul_rn(v, v);
-  };
-  return decomposed_inv_rms(block_mean_sum(sq, n, c, shift), factor, eps);
+// Lane `lane`'s partial of a staged row (in T) of the mean's input squares, mean_lane_partial_vec<kVec>'s
+// sum, where the row is whole kVec-element vectors from a 16-byte boundary of the mean's input
+// (c.vectorized, shift 0, n % kVec == 0): the lane's vectors lane, lane + lanes, ... each read in one shared
+// access, squares(v, sq) giving a vector's kVec squares; the accumulators fold in order.
+template <int kVec, typename T, typename Squares>
+__device__ float staged_mean_lane_partial(const T* row, int64_t n, int lanes, int lane, Squares squares) {
+  float acc[kVec];
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) acc[i] = 0.0f;
+#pragma unroll 4
+  for (int64_t idx = lane; idx * kVec < n; idx += lanes) {  // unrolled: shared loads ahead of the adds
+    Pack<T, kVec> v;
+    v.load(row + idx * kVec);
+    float sq[kVec];
+    squares(v, sq);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) acc[i] = add_rn(acc[i], sq[i]);
+  }
+  float s = acc[0];
+#pragma unroll
+  for (int i = 1; i < kVec; ++i) s = add_rn(s, acc[i]);
+  return s;
 }
 
-// The storage-dtype chain: squares rounded to T, `shift` = (row * n) % c.vec.
-template <typename T, typename At>
-__device__ float block_storage_rms_norm_rstd(At at, int64_t n, const MeanReduceConfig& c, int shift, float factor,
-                                             float eps) {
-  const auto sq = [at](int64_t k) { return storage_square<T>(at(k)); };
-  return storage_rms_norm_rstd<T>(block_mean_sum(sq, n, c, shift), factor, eps);
+// The sum of squares of a staged row in Reduce.cuh's order for a mean over vectors of kVec: by whole
+// vectors where the row allows (staged_mean_lane_partial), else element by element (mean_lane_partial).
+template <int kVec, typename T, typename Squares, typename Square>
+__device__ float block_staged_mean_sum(const T* row, int64_t n, const MeanReduceConfig& c, int shift, Squares squares,
+                                       Square square) {
+  const bool whole_vectors = c.vectorized && c.vec == kVec && shift == 0 && n % kVec == 0;
+  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
+  return block_mean_sum(
+      [&](int l) {
+        return whole_vectors ? staged_mean_lane_partial<kVec>(row, n, c.lanes, l, squares)
+                             : mean_lane_partial(sq, n, c, l, shift);
+      },
+      c);
+}
+
+// The decomposed chain: squares in float of the float row, whose mean reads 4-element vectors;
+// `shift` = (row * n) % 4.
+template <typename T>
+__device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
+                                          float eps) {
+  const auto square = [](float v) { return mul_rn(v, v); };
+  const auto squares = [square](const Pack<T, 4>& v, float (&sq)[4]) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sq[i] = square(Storage<T>::load(v.get(i)));
+  };
+  return decomposed_inv_rms(block_staged_mean_sum<4>(row, n, c, shift, squares, square), factor, eps);
+}
+
+// The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
+// exact product once, as the float multiply and its rounding do; cuda/paired_arith.cuh), whose mean reads
+// 16-byte vectors; `shift` = (row * n) % c.vec.
+template <typename T>
+__device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const MeanReduceConfig& c, int shift,
+                                             float factor, float eps) {
+  constexpr int kVec = 16 / sizeof(T);
+  const auto square = [](float v) { return storage_square<T>(v); };
+  const auto squares = [square](const Pack<T, kVec>& v, float (&sq)[kVec]) {
+#pragma unroll
+    for (int w = 0; w < Pack<T, kVec>::kWords; ++w) {
+      if constexpr (sizeof(T) == 2) {
+        const float2 pair = PairedArith<T>::unpack(PairedArith<T>::mul(v.w[w], v.w[w]));
+        sq[2 * w] = pair.x;
+        sq[2 * w + 1] = pair.y;
+      } else {
+        sq[w] = square(__uint_as_float(v.w[w]));
+      }
+    }
+  };
+  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec>(row, n, c, shift, squares, square), factor, eps);
 }
 
 }  // namespace dfuse::detail
