@@ -4,7 +4,9 @@
 // the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
 // aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
 // in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
-// the epilogue's operands, and writes them once. Blocks are 128 threads (aten's vectorized RMSNorm
+// the epilogue's operands, and writes them once. On the 16-byte path a block stages its next row by
+// asynchronous copies while it normalizes the current one (cuda/rowwise.cuh, for_each_row_staged_ahead;
+// two staging buffers). Blocks are 128 threads (aten's vectorized RMSNorm
 // block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path, whose
 // Welford fold needs aten's 512 threads.
 #pragma once
@@ -91,29 +93,43 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
-  T* row = reinterpret_cast<T*>(staged);
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
-  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
+  const auto x_of = [&p](uint32_t r) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-    stage_row<T, kThreads, VEC, 4>(x, row, n);
-    __syncthreads();
+    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+  };
+  const auto normalize = [&](uint32_t r, const T* row) {
+    uint32_t idx[3];
+    p.rows.geom.split(r, idx);
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     with_rms_norm_element<T>(p, [&](auto element) {
       for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
         rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j, std::make_index_sequence<kOperands>{});
     });
-    __syncthreads();  // the next row overwrites the staged one
+  };
+  if constexpr (VEC * sizeof(T) == 16) {  // the next row staged while this one is normalized
+    for_each_row_staged_ahead<T, kThreads>(reinterpret_cast<T*>(staged), n, blockIdx.x, gridDim.x, rows, x_of,
+                                           normalize);
+  } else {
+    T* row = reinterpret_cast<T*>(staged);
+    for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
+      stage_row<T, kThreads, VEC, 4>(x_of(r), row, n);
+      __syncthreads();
+      normalize(r, row);
+      __syncthreads();  // the next row overwrites the staged one
+    }
   }
 }
 
+// Staged bytes per column: two rows (staged ahead) on the 16-byte path, one row otherwise.
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
+  constexpr size_t kStagedBytes = VEC * sizeof(T) == 16 ? 2 * sizeof(T) : sizeof(T);
   launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   sizeof(T), p.rows.device, stream, p, epi);
+                                                                   kStagedBytes, p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

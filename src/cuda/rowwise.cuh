@@ -203,6 +203,33 @@ __device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
   }
 }
 
+// Rows staged ahead: a persistent block's loop over its rows (r = first, first + stride, ... < rows) that
+// stages each row of n elements (x_of(r)) into one of two buffers of `staging` by asynchronous 16-byte copies
+// (copy_async_16) issued before the block works on the previous row, so that a row's HBM latency overlaps
+// the statistics and epilogue of the one before; body(r, row) then runs on the staged row, by the whole
+// block. Every row start 16-byte aligned and n whole 16-byte vectors (the kernels' 16-byte path); `staging`
+// holds 2 n elements. The block's threads each copy their own vectors; the wait and a barrier before body
+// make the whole row visible, and the barrier also keeps a buffer from being refilled while still read.
+template <typename T, int kThreads, typename XOf, typename Body>
+__device__ __forceinline__ void for_each_row_staged_ahead(T* staging, int64_t n, uint32_t first, uint32_t stride,
+                                                          uint32_t rows, XOf x_of, Body body) {
+  constexpr int VEC = 16 / sizeof(T);
+  const auto stage = [&](uint32_t r, T* row) {
+    const T* x = x_of(r);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) copy_async_16(row + j, x + j);
+    copy_async_commit();
+  };
+  if (first < rows) stage(first, staging);
+  int buffer = 0;
+  for (uint32_t r = first; r < rows; r += stride, buffer ^= 1) {
+    T* row = staging + buffer * n;
+    copy_async_wait_all();
+    __syncthreads();  // row r staged; every thread done with the other buffer (row r - stride)
+    if (r + stride < rows) stage(r + stride, staging + (buffer ^ 1) * n);
+    body(r, static_cast<const T*>(row));
+  }
+}
+
 // Readers of a row staged by stage_row (as float or in T) for the statistics of cuda/layer_norm_stats.cuh
 // and cuda/rms_norm_stats.cuh: staged_element(row)(k) is element k as float; staged_chunks4(row)(i, v) puts
 // elements 4i..4i+3 in v as floats, read in one 8-byte (16-bit T) or 16-byte (float) shared access.

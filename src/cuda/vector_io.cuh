@@ -1,5 +1,7 @@
 // Vector accesses shared by the kernels:
 // - store_global_16 / store_global_8: one st.global.v4 / v2 where NVVM would split a vector store;
+// - copy_async_16 / copy_async_commit / copy_async_wait_all: 16-byte global-to-shared copies that bypass
+//   registers (cp.async), in groups a thread waits for;
 // - load_elems / store_elems: VEC elements of any element type, whole 16-byte words (one or more uint4
 //   accesses; the address must be 16-byte aligned) when the VEC elements fill them, else one element at
 //   a time, for kernels whose operands have different element sizes (a bf16 row beside an fp32 row),
@@ -26,6 +28,16 @@ __device__ __forceinline__ void store_global_16(void* p, uint4 q) {
 __device__ __forceinline__ void store_global_8(void* p, uint2 q) {
   asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(q.x), "r"(q.y) : "memory");
 }
+
+// 16 bytes from global `src` to shared `dst` (both 16-byte aligned), asynchronously; copy_async_commit()
+// closes the thread's group of copies issued since the last, copy_async_wait_all() waits for all of them
+// (then a barrier makes every thread's copies visible to the block).
+__device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
+  const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(src) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 template <typename U, int VEC>
 __device__ __forceinline__ void load_elems(const U* p, U (&v)[VEC]) {
