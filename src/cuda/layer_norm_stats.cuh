@@ -105,44 +105,6 @@ __device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t
   return block_layer_norm_reduce_vectorized(s, n);
 }
 
-// The vectorized block's statistics of a row held in registers: thread t loads its chunks t, t + 128, ...
-// (up to Cached of them: rows of up to 512 * Cached elements) into xc before the reduction, so that the
-// whole row is in flight at once and read once, and folds them with compile-time reciprocals
-// (welford_vec_update_nth). xc[j] is valid where t + 128 j < n / 4.
-template <int Cached, typename T>
-__device__ __forceinline__ LayerNormStats block_layer_norm_stats_cached(const T* x, int64_t n, bool vec,
-                                                                        Chunk4<T> (&xc)[Cached]) {
-  const int64_t chunks = n / 4;
-  const int tid = threadIdx.x;
-#pragma unroll
-  for (int j = 0; j < Cached; ++j) {
-    const int64_t i = tid + int64_t(j) * kLayerNormVecThreads;
-    if (i < chunks) xc[j] = load_chunk4(x, i, 1, vec);
-  }
-  WelfordVec s;
-#pragma unroll
-  for (int j = 0; j < Cached; ++j)
-    if (tid + int64_t(j) * kLayerNormVecThreads < chunks)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, Storage<T>::load(xc[j].get(k)), 4 * j + k + 1);
-  return block_layer_norm_reduce_vectorized(s, n);
-}
-
-// Calls launch.template operator()<Cached>() with the chunk count a thread of the vectorized block caches
-// for rows of n elements: 4, 8 or 12, or 0 (longer rows: not cached, re-read after the reduction).
-template <typename Launch>
-void dispatch_layer_norm_cached(int64_t n, Launch launch) {
-  const int64_t per_thread = (n / 4 + kLayerNormVecThreads - 1) / kLayerNormVecThreads;
-  if (per_thread <= 4)
-    launch.template operator()<4>();
-  else if (per_thread <= 8)
-    launch.template operator()<8>();
-  else if (per_thread <= 12)
-    launch.template operator()<12>();
-  else
-    launch.template operator()<0>();
-}
-
 // load(k) reads element k of the row as float.
 template <typename Load>
 __device__ LayerNormStats block_layer_norm_stats_generic(Load load, int64_t n) {

@@ -1,10 +1,9 @@
 // diffusion.fp32_layernorm_bf16: the CUDA kernel. One block per row with the statistics block of
 // aten's fp32 LayerNorm path (cuda/layer_norm_stats.cuh: 128 threads over 4-element chunks, 8-byte
 // accesses where the rows are aligned, or 512 threads), x read as bf16/f16 and widened exactly;
-// rows up to 6144 elements on the vectorized path stay in registers (read once), longer rows and the
-// generic path re-read their elements after the reduction (L1/L2); each thread computes aten's fp32
-// element and rounds it once to x's dtype. In place is safe: a thread writes only elements it has read
-// itself after the row's statistics are complete.
+// after the reduction each thread re-reads its elements (L1/L2), computes aten's fp32 element and
+// rounds it once to x's dtype. In place is
+// safe: a thread writes only elements it has read itself after the row's statistics are complete.
 // Contract: fp32_layernorm_bf16.h.
 #include "common/entries.h"
 #include "cuda/check.h"
@@ -15,9 +14,7 @@
 namespace dfuse::detail {
 namespace {
 
-// Cached > 0: the row held in registers from the statistics to the output (block_layer_norm_stats_cached),
-// read once; Cached = 0 (longer rows) and the generic path re-read their elements after the reduction.
-template <typename T, LayerNormPath Path, int Cached>
+template <typename T, LayerNormPath Path>
 __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool out_vec) {
   using S = Storage<T>;
   uint32_t idx[3];
@@ -25,23 +22,7 @@ __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool ou
   const T* x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
   T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
   const int64_t n = p.geom.cols;
-  // Chunk i of the output from chunk i of x.
-  const auto emit = [&](int64_t i, const Chunk4<T>& c, const LayerNormStats& stats, float rstd) {
-    Chunk4<T> o;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) o.set(k, fp32_layernorm_element<T>(p, S::load(c.get(k)), stats.mean, rstd, 4 * i + k));
-    store_chunk4(out, i, o, out_vec);
-  };
-  if constexpr (Path == LayerNormPath::vectorized && Cached > 0) {
-    Chunk4<T> xc[Cached];
-    const LayerNormStats stats = block_layer_norm_stats_cached(x, n, x_vec, xc);
-    const float rstd = layer_norm_rstd(stats.var, p.eps);
-#pragma unroll
-    for (int j = 0; j < Cached; ++j) {
-      const int64_t i = threadIdx.x + int64_t(j) * kLayerNormVecThreads;
-      if (i < n / 4) emit(i, xc[j], stats, rstd);
-    }
-  } else if constexpr (Path == LayerNormPath::vectorized) {
+  if constexpr (Path == LayerNormPath::vectorized) {
     const LayerNormStats stats = block_layer_norm_stats_vectorized(
         [&](int64_t i, float v[4]) {
           const Chunk4<T> c = load_chunk4(x, i, 1, x_vec);
@@ -50,7 +31,13 @@ __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool ou
         },
         n);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
-    for (int64_t i = threadIdx.x; i < n / 4; i += kLayerNormVecThreads) emit(i, load_chunk4(x, i, 1, x_vec), stats, rstd);
+    for (int64_t i = threadIdx.x; i < n / 4; i += kLayerNormVecThreads) {
+      const Chunk4<T> c = load_chunk4(x, i, 1, x_vec);
+      Chunk4<T> o;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) o.set(k, fp32_layernorm_element<T>(p, S::load(c.get(k)), stats.mean, rstd, 4 * i + k));
+      store_chunk4(out, i, o, out_vec);
+    }
   } else {
     const LayerNormStats stats = block_layer_norm_stats_generic([&](int64_t c) { return S::load(x[c]); }, n);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
@@ -64,12 +51,9 @@ void launch(const Fp32LayerNormParams& p, unsigned rows, cudaStream_t s) {
   const int vec_bytes = 4 * int(sizeof(T));
   const bool x_vec = rows_aligned(p.x, p.dtype, vec_bytes), out_vec = rows_aligned(p.out, p.dtype, vec_bytes);
   if (p.path == LayerNormPath::vectorized)
-    dispatch_layer_norm_cached(p.geom.cols, [&]<int Cached>() {
-      fp32_layernorm_kernel<T, LayerNormPath::vectorized, Cached>
-          <<<rows, kLayerNormVecThreads, 0, s>>>(p, x_vec, out_vec);
-    });
+    fp32_layernorm_kernel<T, LayerNormPath::vectorized><<<rows, kLayerNormVecThreads, 0, s>>>(p, x_vec, out_vec);
   else
-    fp32_layernorm_kernel<T, LayerNormPath::generic, 0><<<rows, kLayerNormMomentsThreads, 0, s>>>(p, x_vec, out_vec);
+    fp32_layernorm_kernel<T, LayerNormPath::generic><<<rows, kLayerNormMomentsThreads, 0, s>>>(p, x_vec, out_vec);
 }
 
 void cuda_fp32_layernorm_bf16(const Fp32LayerNormParams& p, Stream stream) {
