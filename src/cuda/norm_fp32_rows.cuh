@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
       }
     });
   };
-  if constexpr (VEC * sizeof(T) == 16) {  // the next row staged while this one is normalized
+  if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
     for_each_row_staged_ahead<T, kThreads>(reinterpret_cast<T*>(staged), n, blockIdx.x, gridDim.x, rows, x_of,
                                            normalize);
   } else {
@@ -112,9 +112,8 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
-  constexpr size_t kStagedBytes = VEC * sizeof(T) == 16 ? 2 * sizeof(T) : sizeof(T);  // two rows: staged ahead
   launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    kStagedBytes, p.rows.device, stream, p, epi);
+                                                                    staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

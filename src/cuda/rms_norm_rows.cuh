@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
         rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j, std::make_index_sequence<kOperands>{});
     });
   };
-  if constexpr (VEC * sizeof(T) == 16) {  // the next row staged while this one is normalized
+  if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
     for_each_row_staged_ahead<T, kThreads>(reinterpret_cast<T*>(staged), n, blockIdx.x, gridDim.x, rows, x_of,
                                            normalize);
   } else {
@@ -124,12 +124,10 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
   }
 }
 
-// Staged bytes per column: two rows (staged ahead) on the 16-byte path, one row otherwise.
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  constexpr size_t kStagedBytes = VEC * sizeof(T) == 16 ? 2 * sizeof(T) : sizeof(T);
   launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   kStagedBytes, p.rows.device, stream, p, epi);
+                                                                   staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

@@ -210,6 +210,20 @@ __device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
 // block. Every row start 16-byte aligned and n whole 16-byte vectors (the kernels' 16-byte path); `staging`
 // holds 2 n elements. The block's threads each copy their own vectors; the wait and a barrier before body
 // make the whole row visible, and the barrier also keeps a buffer from being refilled while still read.
+#ifndef DFUSE_STAGE_AHEAD
+#define DFUSE_STAGE_AHEAD 1
+#endif
+// Whether a staged-row kernel with VEC-element vectors of T stages ahead (its 16-byte path), and the
+// staging bytes per column it needs: two rows if so, one otherwise.
+template <typename T, int VEC>
+constexpr bool stages_ahead() {
+  return DFUSE_STAGE_AHEAD && VEC * sizeof(T) == 16;
+}
+template <typename T, int VEC>
+constexpr size_t staged_bytes_per_column() {
+  return stages_ahead<T, VEC>() ? 2 * sizeof(T) : sizeof(T);
+}
+
 template <typename T, int kThreads, typename XOf, typename Body>
 __device__ __forceinline__ void for_each_row_staged_ahead(T* staging, int64_t n, uint32_t first, uint32_t stride,
                                                           uint32_t rows, XOf x_of, Body body) {
@@ -248,6 +262,8 @@ __device__ __forceinline__ auto staged_chunks4(const Staged* row) {
   };
 }
 
+constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
+
 // The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
 // shared memory and loops over rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as
 // `device` keeps resident, at most one per row.
@@ -255,6 +271,8 @@ template <auto Kernel, typename... Args>
 void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
                         const Args&... args) {
   const size_t smem = size_t(cols) * staged_bytes;
+  if (smem > kDefaultDynamicSharedBytes)  // an opt-in above the default limit, up to the device's
+    DFUSE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
   const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);

@@ -109,12 +109,6 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
 // head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in lane j ^ 8
 // (D = 128) or in the lane's other half (D = 256). Without such a dim a group is one head.
 constexpr int kGroupHeads = 8;
-#ifndef QKB
-#define QKB 3
-#endif
-#ifndef QKR
-#define QKR 2
-#endif
 
 struct HeadGroupLaunch {
   QkNormRopeLaunch rows;                            // outer dim 2: the heads that share a token's tables
@@ -165,9 +159,9 @@ __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, 
 
 // Register bounds: D = 128 at 64 (four blocks per SM), D = 256 at 128 (two blocks).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
-__global__ void __launch_bounds__(kRopeThreads, K == 1 ? QKB : 2)
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2)
     qknorm_rope_head_group_kernel(HeadGroupLaunch launch) {
-  constexpr int R = K == 1 ? QKR : 1;  // heads loaded before any is reduced
+  constexpr int R = half_warp_rows_in_flight(K);  // heads loaded before any is reduced
   const uint32_t part = blockIdx.y;
   const QkNormRopeRows& p = launch.rows.part[part];
   const RmsNormRowsParams& n = p.norm;
