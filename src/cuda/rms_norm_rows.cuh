@@ -43,28 +43,48 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
   }
 }
 
-// VEC outputs from columns j.. of the staged row. Where the epilogue has a pair form (RowwisePair,
-// cuda/paired_arith.cuh) and T is 16-bit, two normalized values are rounded to T by one packed conversion
-// and the epilogue runs on packed pairs; elsewhere, and for a vector whose pair form falls back, the
-// element functor runs.
-template <typename T, int VEC, typename Epi, typename Element, size_t... K>
+// The global inputs of VEC outputs from columns j..: the epilogue's operands and the weight.
+template <typename T, int VEC, int kOperands>
+struct RmsNormEpilogueInputs {
+  Pack<T, VEC> in[kOperands > 0 ? kOperands : 1];
+  Pack<T, VEC> w;
+  template <bool kHasWeight>
+  __device__ __forceinline__ void load(const RmsNormRowsParams& p, const uint32_t idx[3], int64_t j) {
+#pragma unroll
+    for (int k = 0; k < kOperands; ++k) {
+      const RowOperand& op = p.rows.in[k + 1];
+      const T* src = static_cast<const T*>(op.data) + op.offset(idx);
+      if (op.col_stride == 0)
+        in[k].fill(src[0]);
+      else
+        in[k].load(src + j);
+    }
+    if constexpr (kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
+  }
+};
+
+// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): two for
+// the 128-thread blocks; one for the 512-thread blocks, whose occupancy registers bound.
+#ifndef DFUSE_EPILOGUE_BATCH
+#define DFUSE_EPILOGUE_BATCH 2
+#endif
+template <int kThreads>
+constexpr int rms_norm_epilogue_batch() {
+  return kThreads == kRmsNormVecThreads ? DFUSE_EPILOGUE_BATCH : 1;
+}
+
+// VEC outputs from columns j.. of the staged row and their inputs. Where the epilogue has a pair form
+// (RowwisePair, cuda/paired_arith.cuh) and T is 16-bit, two normalized values are rounded to T by one packed
+// conversion and the epilogue runs on packed pairs; elsewhere, and for a vector whose pair form falls back,
+// the element functor runs.
+template <typename T, int VEC, typename Epi, typename Element, int kOperands, size_t... K>
 __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, Element element,
                                                        const T* row, float inv, const uint32_t idx[3], int64_t j,
+                                                       const RmsNormEpilogueInputs<T, VEC, kOperands>& inputs,
                                                        std::index_sequence<K...>) {
   using S = Storage<T>;
-  Pack<T, VEC> in[sizeof...(K) > 0 ? sizeof...(K) : 1];
-  (
-      [&] {
-        const RowOperand& op = p.rows.in[K + 1];
-        const T* src = static_cast<const T*>(op.data) + op.offset(idx);
-        if (op.col_stride == 0)
-          in[K].fill(src[0]);
-        else
-          in[K].load(src + j);
-      }(),
-      ...);
-  Pack<T, VEC> w;
-  if constexpr (Element::kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
+  const auto& in = inputs.in;
+  const Pack<T, VEC>& w = inputs.w;
   Pack<T, VEC> x;
   x.load(row + j);
   Pack<T, VEC> r;
@@ -106,8 +126,19 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
     p.rows.geom.split(r, idx);
     const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
     with_rms_norm_element<T>(p, [&](auto element) {
-      for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC)
-        rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j, std::make_index_sequence<kOperands>{});
+      constexpr int64_t kStride = int64_t(kThreads) * VEC;
+      constexpr int kBatch = rms_norm_epilogue_batch<kThreads>();
+      for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kBatch * kStride) {
+        RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b * kStride < n) inputs[b].template load<decltype(element)::kHasWeight>(p, idx, j0 + b * kStride);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+          if (j0 + b * kStride < n)
+            rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j0 + b * kStride, inputs[b],
+                                           std::make_index_sequence<kOperands>{});
+      }
     });
   };
   if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
