@@ -4,12 +4,10 @@
 // the weight and the bias allow) into shared memory (in T, bit for bit), the statistics are folded from there
 // in the eager chain's order (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh), then each thread
 // produces VEC outputs at a time from the staged row, the weight, the bias and the epilogue's two
-// operands (a per-row value when its column stride is 0), and writes them once. On the 16-byte path a
-// block stages its next row by asynchronous copies while it normalizes the current one
-// (for_each_row_staged_ahead, two staging buffers). Blocks have aten's
+// operands (a per-row value when its column stride is 0), and writes them once. Blocks have aten's
 // size for the statistics: 128 threads (vectorized LayerNorm / RMSNorm paths, Reduce.cuh's mean
-// emulated by 128 lanes) or 512 for the generic Welford path. In place is safe: a block stages each of its
-// rows whole before it writes any of it, and no other block reads it.
+// emulated by 128 lanes) or 512 for the generic Welford path. In place is safe: the whole row is
+// staged before any of it is written.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,18 +59,17 @@ __device__ __forceinline__ Pack<T, VEC> load_row_operand(const RowOperand& op, c
 template <typename T, int kThreads, int VEC, typename Epi>
 __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
+  T* const row = reinterpret_cast<T*>(staged);
   using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
   const uint32_t rows = uint32_t(p.rows.geom.rows());
-  const auto x_of = [&p](uint32_t r) {
+  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    return static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-  };
-  const auto normalize = [&](uint32_t r, const T* row) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
-    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, row, r);
+    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
+    stage_row<T, kThreads, VEC, 1>(x, row, n);
+    __syncthreads();
+    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
     T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
     constexpr LayerNormPath kPath =
         kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
@@ -95,25 +92,14 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
         o.store_global(out + j);
       }
     });
-  };
-  if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
-    for_each_row_staged_ahead<T, kThreads>(reinterpret_cast<T*>(staged), n, blockIdx.x, gridDim.x, rows, x_of,
-                                           normalize);
-  } else {
-    T* const row = reinterpret_cast<T*>(staged);
-    for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
-      stage_row<T, kThreads, VEC, 1>(x_of(r), row, n);
-      __syncthreads();
-      normalize(r, row);
-      __syncthreads();  // the next row overwrites the staged one
-    }
+    __syncthreads();  // the next row overwrites the staged one
   }
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
   launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p, epi);
+                                                                    sizeof(T), p.rows.device, stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

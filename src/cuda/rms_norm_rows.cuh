@@ -27,19 +27,36 @@
 
 namespace dfuse::detail {
 
-// The row's rstd / inverse RMS from the row staged in T.
-template <typename T, int kThreads>
+// The row's rstd / inverse RMS from the row staged in T, for chain kChain.
+template <typename T, int kThreads, RmsNormChain kChain>
 __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row, uint32_t r) {
   const int64_t n = p.rows.geom.cols;
-  const auto at = staged_element(row);
   if constexpr (kThreads == kLayerNormMomentsThreads) {
-    return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic(at, n), p.eps);
+    static_assert(kChain == RmsNormChain::torch_rms_norm, "the 512-thread blocks are F.rms_norm's generic path");
+    return torch_rms_norm_rstd_generic(block_layer_norm_stats_generic(staged_element(row), n), p.eps);
+  } else if constexpr (kChain == RmsNormChain::torch_rms_norm) {
+    return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
+  } else if constexpr (kChain == RmsNormChain::diffusers_decomposed) {
+    return block_decomposed_inv_rms(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
   } else {
-    if (p.chain == RmsNormChain::torch_rms_norm) return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
-    const int shift = rms_norm_mean_shift(p, r);
-    if (p.chain == RmsNormChain::diffusers_decomposed)
-      return block_decomposed_inv_rms(row, n, p.mean, shift, p.mean_factor, p.eps);
-    return block_storage_rms_norm_rstd(row, n, p.mean, shift, p.mean_factor, p.eps);
+    return block_storage_rms_norm_rstd(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
+  }
+}
+
+// The same with the chain read per call (p.chain).
+template <typename T, int kThreads>
+__device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row, uint32_t r) {
+  if constexpr (kThreads == kLayerNormMomentsThreads) {
+    return block_rms_norm_row_inv<T, kThreads, RmsNormChain::torch_rms_norm>(p, row, r);
+  } else {
+    switch (p.chain) {
+      case RmsNormChain::torch_rms_norm:
+        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::torch_rms_norm>(p, row, r);
+      case RmsNormChain::diffusers_decomposed:
+        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::diffusers_decomposed>(p, row, r);
+      default:
+        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::storage_dtype>(p, row, r);
+    }
   }
 }
 
@@ -63,14 +80,15 @@ struct RmsNormEpilogueInputs {
   }
 };
 
-// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): two for
-// the 128-thread blocks; one for the 512-thread blocks, whose occupancy registers bound.
-#ifndef DFUSE_EPILOGUE_BATCH
-#define DFUSE_EPILOGUE_BATCH 2
-#endif
-template <int kThreads>
+// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): in
+// 128-thread blocks four after F.rms_norm's statistics (which the whole block computes), two after the
+// decomposed and storage-dtype means (one warp's work; more registers cost those kernels more occupancy
+// than the overlap gains); one in the 512-thread blocks, whose occupancy registers bound. Measured in
+// docs/BENCHMARKS.md (session 11, run 2).
+template <int kThreads, RmsNormChain kChain>
 constexpr int rms_norm_epilogue_batch() {
-  return kThreads == kRmsNormVecThreads ? DFUSE_EPILOGUE_BATCH : 1;
+  if constexpr (kThreads != kRmsNormVecThreads) return 1;
+  return kChain == RmsNormChain::torch_rms_norm ? 4 : 2;
 }
 
 // VEC outputs from columns j.. of the staged row and their inputs. Where the epilogue has a pair form
@@ -110,7 +128,8 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   r.store_global(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
-template <typename T, int kThreads, int VEC, typename Epi>
+// One kernel per chain (each with its own register count and occupancy).
+template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
@@ -124,10 +143,10 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
   const auto normalize = [&](uint32_t r, const T* row) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
-    const float inv = block_rms_norm_row_inv<T, kThreads>(p, row, r);
-    with_rms_norm_element<T>(p, [&](auto element) {
+    const float inv = block_rms_norm_row_inv<T, kThreads, kChain>(p, row, r);
+    with_rms_norm_element_of<T, kChain>(p, [&](auto element) {
       constexpr int64_t kStride = int64_t(kThreads) * VEC;
-      constexpr int kBatch = rms_norm_epilogue_batch<kThreads>();
+      constexpr int kBatch = rms_norm_epilogue_batch<kThreads, kChain>();
       for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kBatch * kStride) {
         RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
 #pragma unroll
@@ -157,8 +176,23 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                   staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p, epi);
+  const auto launch = [&]<RmsNormChain kChain>() {
+    launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi>>(
+        kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p,
+        epi);
+  };
+  if constexpr (kThreads == kLayerNormMomentsThreads) {
+    launch.template operator()<RmsNormChain::torch_rms_norm>();
+  } else {
+    switch (p.chain) {
+      case RmsNormChain::torch_rms_norm:
+        return launch.template operator()<RmsNormChain::torch_rms_norm>();
+      case RmsNormChain::diffusers_decomposed:
+        return launch.template operator()<RmsNormChain::diffusers_decomposed>();
+      default:
+        return launch.template operator()<RmsNormChain::storage_dtype>();
+    }
+  }
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

@@ -210,14 +210,11 @@ __device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
 // block. Every row start 16-byte aligned and n whole 16-byte vectors (the kernels' 16-byte path); `staging`
 // holds 2 n elements. The block's threads each copy their own vectors; the wait and a barrier before body
 // make the whole row visible, and the barrier also keeps a buffer from being refilled while still read.
-#ifndef DFUSE_STAGE_AHEAD
-#define DFUSE_STAGE_AHEAD 1
-#endif
 // Whether a staged-row kernel with VEC-element vectors of T stages ahead (its 16-byte path), and the
 // staging bytes per column it needs: two rows if so, one otherwise.
 template <typename T, int VEC>
 constexpr bool stages_ahead() {
-  return DFUSE_STAGE_AHEAD && VEC * sizeof(T) == 16;
+  return VEC * sizeof(T) == 16;
 }
 template <typename T, int VEC>
 constexpr size_t staged_bytes_per_column() {

@@ -46,8 +46,9 @@ RmsNormRowsParams rms_norm_rows_params(RmsNormChain chain, const TensorView& x, 
 // The normalized value of element x of a row before its last rounding to T, for one chain and with or
 // without a weight fixed at compile time; `inv` is the row's rstd (torch chain) or inverse RMS
 // (decomposed and storage-dtype chains).
-template <typename T, RmsNormChain kChain, bool kWeight>
+template <typename T, RmsNormChain Chain, bool kWeight>
 struct RmsNormElement {
+  static constexpr RmsNormChain kChain = Chain;
   static constexpr bool kHasWeight = kWeight;
   DFUSE_HD float operator()(float x, float inv, float weight) const {
     if constexpr (kChain == RmsNormChain::torch_rms_norm) return torch_rms_norm_element(x, inv, kWeight, weight);
@@ -72,6 +73,12 @@ DFUSE_HD decltype(auto) with_rms_norm_element(const RmsNormRowsParams& p, F&& f)
       return w ? f(RmsNormElement<T, RmsNormChain::storage_dtype, true>{})
                : f(RmsNormElement<T, RmsNormChain::storage_dtype, false>{});
   }
+}
+
+// f(RmsNormElement<T, kChain, p has a weight>{}) for a chain fixed at compile time.
+template <typename T, RmsNormChain kChain, typename F>
+DFUSE_HD decltype(auto) with_rms_norm_element_of(const RmsNormRowsParams& p, F&& f) {
+  return p.weight ? f(RmsNormElement<T, kChain, true>{}) : f(RmsNormElement<T, kChain, false>{});
 }
 
 // The same with the chain read per call.
