@@ -203,13 +203,6 @@ __device__ __forceinline__ void stage_row(const T* x, T* row, int64_t n) {
   }
 }
 
-// Rows staged ahead: a persistent block's loop over its rows (r = first, first + stride, ... < rows) that
-// stages each row of n elements (x_of(r)) into one of two buffers of `staging` by asynchronous 16-byte copies
-// (copy_async_16) issued before the block works on the previous row, so that a row's HBM latency overlaps
-// the statistics and epilogue of the one before; body(r, row) then runs on the staged row, by the whole
-// block. Every row start 16-byte aligned and n whole 16-byte vectors (the kernels' 16-byte path); `staging`
-// holds 2 n elements. The block's threads each copy their own vectors; the wait and a barrier before body
-// make the whole row visible, and the barrier also keeps a buffer from being refilled while still read.
 // Whether a staged-row kernel with VEC-element vectors of T stages ahead (its 16-byte path), and the
 // staging bytes per column it needs: two rows if so, one otherwise.
 template <typename T, int VEC>
@@ -221,6 +214,13 @@ constexpr size_t staged_bytes_per_column() {
   return stages_ahead<T, VEC>() ? 2 * sizeof(T) : sizeof(T);
 }
 
+// Rows staged ahead: a persistent block's loop over its rows (r = first, first + stride, ... < rows) that
+// stages each row of n elements (x_of(r)) into one of two buffers of `staging` by asynchronous 16-byte copies
+// (copy_async_16) issued before the block works on the previous row, so that a row's HBM latency overlaps
+// the statistics and epilogue of the one before; body(r, row) then runs on the staged row, by the whole
+// block. Every row start 16-byte aligned and n whole 16-byte vectors (the kernels' 16-byte path); `staging`
+// holds 2 n elements. The block's threads each copy their own vectors; the wait and a barrier before body
+// make the whole row visible, and the barrier also keeps a buffer from being refilled while still read.
 template <typename T, int kThreads, typename XOf, typename Body>
 __device__ __forceinline__ void for_each_row_staged_ahead(T* staging, int64_t n, uint32_t first, uint32_t stride,
                                                           uint32_t rows, XOf x_of, Body body) {
