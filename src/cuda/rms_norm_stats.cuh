@@ -30,6 +30,7 @@
 
 #include "common/rms_norm_arith.h"
 #include "cuda/paired_arith.cuh"
+#include "cuda/rowwise.cuh"
 #include "cuda/vector_io.cuh"
 #include "ops/norm/rmsnorm_rows.h"
 
@@ -120,6 +121,22 @@ __device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int slot,
   const uint32_t mine = warp_first + 2 * uint32_t(slot) + (threadIdx.x / 16) % 2;
   writes = mine < rows;
   return writes ? mine : warp_first;
+}
+
+// A half-warp's R rows of warp_first's iteration loaded as half_warp_row gives them: row b's outer indices in
+// idx[b], whether the half writes it in writes[b], lane j's elements 128k + 8j .. 128k + 8j + 7 of x's row in
+// v[b][k] (first = 8j; 16-byte accesses).
+template <typename T, int K, int R>
+__device__ __forceinline__ void load_half_warp_rows(const RowGeometry& geom, const RowOperand& x, uint32_t warp_first,
+                                                    uint32_t rows, int64_t first, uint32_t (&idx)[R][3],
+                                                    bool (&writes)[R], float (&v)[R][K][kLaneElements]) {
+#pragma unroll
+  for (int b = 0; b < R; ++b) {
+    geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
+    const T* row = static_cast<const T*>(x.data) + x.offset(idx[b]) + first;
+#pragma unroll
+    for (int k = 0; k < K; ++k) load_as_floats(row + 128 * k, v[b][k]);
+  }
 }
 
 // warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the

@@ -131,13 +131,7 @@ __global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkH
     uint32_t idx[R][3];
     bool writes[R];
     float v[R][K][kLaneElements];
-#pragma unroll
-    for (int b = 0; b < R; ++b) {
-      h.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
-      const T* x = static_cast<const T*>(h.x.data) + h.x.offset(idx[b]) + first;
-#pragma unroll
-      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
-    }
+    load_half_warp_rows<T>(h.geom, h.x, warp_first, rows, first, idx, writes, v);
 #pragma unroll
     for (int b = 0; b < R; ++b) {
       const LayerNormStats st = half_warp_layer_norm_stats<K>(v[b], n);

@@ -125,13 +125,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
     uint32_t idx[R][3];
     bool writes[R];
     float v[R][K][kLaneElements];
-#pragma unroll
-    for (int b = 0; b < R; ++b) {
-      n.rows.geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
-      const T* x = static_cast<const T*>(n.rows.in[0].data) + n.rows.in[0].offset(idx[b]) + first;
-#pragma unroll
-      for (int k = 0; k < K; ++k) load_as_floats(x + 128 * k, v[b][k]);
-    }
+    load_half_warp_rows<T>(n.rows.geom, n.rows.in[0], warp_first, rows, first, idx, writes, v);
     float inv[R];
 #pragma unroll
     for (int b = 0; b < R; ++b)
