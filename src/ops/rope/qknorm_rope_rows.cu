@@ -118,8 +118,7 @@ struct HeadGroupLaunch {
 };
 
 // Output of one head from its normalized values v (lane j's elements 128k + 8j ..) and its tables c, s:
-// the RoPE, then the stores and the copied row, where `writes`. Every lane of the warp calls it (the
-// partner shuffle).
+// the RoPE, then the stores, where `writes`. Every lane of the warp calls it (the partner shuffle).
 template <typename T, RopeMath M, RopePairing P, int K>
 __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, const float (&v)[K][kLaneElements],
                                                        const float (&c)[K][kLaneElements],
