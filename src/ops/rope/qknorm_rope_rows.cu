@@ -178,13 +178,12 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2)
 #pragma unroll
       for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
   }
-  // Both halves of a warp take items warp_first and warp_first + 1 and run while warp_first < items; a
-  // half given an item past the last redoes warp_first's and writes nothing (the shuffles span the warp).
+  // Both halves of a warp take items warp_first and warp_first + 1 (half_warp_row: a half given an item past
+  // the last redoes warp_first's and writes nothing; the shuffles span the warp).
   for (uint32_t warp_first = (blockIdx.x * kRopeThreads + threadIdx.x) / 32 * 2; warp_first < items;
        warp_first += gridDim.x * (kRopeThreads / 16)) {
-    const uint32_t mine = warp_first + (threadIdx.x / 16) % 2;
-    const bool item_writes = mine < items;
-    const uint32_t item = item_writes ? mine : warp_first;
+    bool item_writes;
+    const uint32_t item = half_warp_row(warp_first, 0, items, item_writes);
     const uint32_t token = item / groups, h0 = item % groups * group, h_end = min(heads, h0 + group);
     const uint32_t idx[3] = {token / tokens_inner, token % tokens_inner, h0};
     float c[K][kLaneElements], s[K][kLaneElements];
