@@ -279,17 +279,17 @@ __device__ float block_staged_mean_sum(const T* row, int64_t n, const MeanReduce
       c);
 }
 
-// The decomposed chain: squares in float of the float row, whose mean reads 4-element vectors;
-// `shift` = (row * n) % 4.
+// The decomposed chain: squares in float, element by element (whole-vector reads measured slower here:
+// session 11), `shift` = (row * n) % 4.
 template <typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
-  const auto square = [](float v) { return mul_rn(v, v); };
-  const auto squares = [square](const Pack<T, 4>& v, float (&sq)[4]) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sq[i] = square(Storage<T>::load(v.get(i)));
+  const auto sq = [row](int64_t k) {
+    const float v = Storage<T>::load(row[k]);
+    return mul_rn(v, v);
   };
-  return decomposed_inv_rms(block_staged_mean_sum<4>(row, n, c, shift, squares, square), factor, eps);
+  return decomposed_inv_rms(block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c), factor,
+                            eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
