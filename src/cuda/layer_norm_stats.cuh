@@ -192,6 +192,38 @@ __device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t 
   return {__shfl_sync(0xffffffffu, s.mean, 0), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0)};
 }
 
+// welford_vec_combine(own, other) where both counts are known when compiling (kOwn, kOther elements): the
+// same operations, with 1 / count, other.count / count and own.count / count constants instead of a division
+// and two products; the constants are the values those operations give (1 / count is exact for the powers
+// of two of the half-warp folds; other counts round as the division does).
+template <int kOwn, int kOther>
+__device__ __forceinline__ WelfordVec welford_vec_combine_counted(WelfordVec own, WelfordVec other) {
+  constexpr float count = float(kOwn + kOther);
+  if constexpr (kOwn + kOther == 0) {
+    return {0.0f, 0.0f, count};
+  } else {
+    constexpr float coef = 1.0f / count;
+    constexpr float n_other = float(kOther) * coef, n_own = float(kOwn) * coef;
+    const float delta = sub_rn(own.mean, other.mean);
+    const float mean = fma_rn(n_other, other.mean, mul_rn(n_own, own.mean));
+    const float sigma2 =
+        fma_rn(mul_rn(mul_rn(delta, delta), float(kOther)), n_own, add_rn(other.sigma2, own.sigma2));
+    return {mean, sigma2, count};
+  }
+}
+
+// One level of a half-warp's shuffle-down fold (offset kOff) of two chunk states of kCount elements each (the
+// counts known, only the means and sums shuffled).
+template <int kOff, int kCount>
+__device__ __forceinline__ void half_warp_fold_level(WelfordVec (&c)[2]) {
+#pragma unroll
+  for (int b = 0; b < 2; ++b) {
+    const WelfordVec other{__shfl_down_sync(0xffffffffu, c[b].mean, kOff, 16),
+                           __shfl_down_sync(0xffffffffu, c[b].sigma2, kOff, 16), float(kCount)};
+    c[b] = welford_vec_combine_counted<kCount, kCount>(c[b], other);
+  }
+}
+
 // ---- half a warp computing what the vectorized block computes, for heads of 128 K elements -----------------
 // Lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7 (x[k][0..7]): aten's chunks 32k + 2j and
 // 32k + 2j + 1, which the 128-thread block gives threads 32k + 2j and 32k + 2j + 1 of its warp k (one chunk per
@@ -202,6 +234,8 @@ __device__ LayerNormStats warp_layer_norm_stats_vectorized(Load4 load4, int64_t 
 template <int K>
 __device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int64_t n) {
   static_assert(K >= 1 && K <= 4, "one aten warp per 128-element block");
+  // Every lane's chunk holds 4 elements, and a shuffle past the half returns the lane's own state: at each
+  // level every lane combines two states of equal, known counts (4, 8, 16, 32), so the counts are constants.
   WelfordVec w[4];
 #pragma unroll
   for (int k = 0; k < K; ++k) {
@@ -210,18 +244,15 @@ __device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int
     for (int b = 0; b < 2; ++b)
 #pragma unroll
       for (int i = 0; i < 4; ++i) c[b] = welford_vec_update_nth(c[b], x[k][4 * b + i], i + 1);
-#pragma unroll
-    for (int off = 8; off >= 1; off /= 2)
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const WelfordVec other{__shfl_down_sync(0xffffffffu, c[b].mean, off, 16),
-                               __shfl_down_sync(0xffffffffu, c[b].sigma2, off, 16),
-                               __shfl_down_sync(0xffffffffu, c[b].count, off, 16)};
-        c[b] = welford_vec_combine(c[b], other);
-      }
-    w[k] = welford_vec_combine(c[0], c[1]);
+    half_warp_fold_level<8, 4>(c);
+    half_warp_fold_level<4, 8>(c);
+    half_warp_fold_level<2, 16>(c);
+    half_warp_fold_level<1, 32>(c);
+    w[k] = welford_vec_combine_counted<64, 64>(c[0], c[1]);
   }
-  const WelfordVec s = welford_vec_combine(welford_vec_combine(w[0], w[2]), welford_vec_combine(w[1], w[3]));
+  constexpr int kCount0 = 128, kCount1 = K > 1 ? 128 : 0, kCount2 = K > 2 ? 128 : 0, kCount3 = K > 3 ? 128 : 0;
+  const WelfordVec s = welford_vec_combine_counted<kCount0 + kCount2, kCount1 + kCount3>(
+      welford_vec_combine_counted<kCount0, kCount2>(w[0], w[2]), welford_vec_combine_counted<kCount1, kCount3>(w[1], w[3]));
   return {__shfl_sync(0xffffffffu, s.mean, 0, 16), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0, 16)};
 }
 
