@@ -43,19 +43,20 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
   }
 }
 
-// The same with the chain read per call (p.chain).
-template <typename T, int kThreads>
-__device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row, uint32_t r) {
+// f.template operator()<kChain>() with chain as a compile-time constant: each chain its own kernel (its own
+// registers and occupancy); kThreads = 512 blocks are F.rms_norm's generic path only.
+template <int kThreads, typename F>
+void with_rms_norm_chain(RmsNormChain chain, F&& f) {
   if constexpr (kThreads == kLayerNormMomentsThreads) {
-    return block_rms_norm_row_inv<T, kThreads, RmsNormChain::torch_rms_norm>(p, row, r);
+    f.template operator()<RmsNormChain::torch_rms_norm>();
   } else {
-    switch (p.chain) {
+    switch (chain) {
       case RmsNormChain::torch_rms_norm:
-        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::torch_rms_norm>(p, row, r);
+        return f.template operator()<RmsNormChain::torch_rms_norm>();
       case RmsNormChain::diffusers_decomposed:
-        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::diffusers_decomposed>(p, row, r);
+        return f.template operator()<RmsNormChain::diffusers_decomposed>();
       default:
-        return block_rms_norm_row_inv<T, kThreads, RmsNormChain::storage_dtype>(p, row, r);
+        return f.template operator()<RmsNormChain::storage_dtype>();
     }
   }
 }
@@ -176,23 +177,11 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
-  const auto launch = [&]<RmsNormChain kChain>() {
+  with_rms_norm_chain<kThreads>(p.chain, [&]<RmsNormChain kChain>() {
     launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi>>(
         kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p,
         epi);
-  };
-  if constexpr (kThreads == kLayerNormMomentsThreads) {
-    launch.template operator()<RmsNormChain::torch_rms_norm>();
-  } else {
-    switch (p.chain) {
-      case RmsNormChain::torch_rms_norm:
-        return launch.template operator()<RmsNormChain::torch_rms_norm>();
-      case RmsNormChain::diffusers_decomposed:
-        return launch.template operator()<RmsNormChain::diffusers_decomposed>();
-      default:
-        return launch.template operator()<RmsNormChain::storage_dtype>();
-    }
-  }
+  });
 }
 
 // 16-byte vectors when x, the operands, the output and the weight allow them.

@@ -24,7 +24,8 @@
 //    block_torch_rms_norm_rstd(load4, n, eps)
 //    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
 //    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
-//  (these two read the staged row in T: row[k] is element k)
+//  (these two read the staged row in T: row[k] is element k; for the row counts and widths of models the
+//  whole block folds the mean's independent accumulators, block_mean_sum_by_chains)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
@@ -215,23 +216,19 @@ __device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
   return result;
 }
 
-// The lane-folded sum of a row's squares in Reduce.cuh's order, partial(l) returning lane l's partial
-// (mean_lane_partial): thread t computes lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold as
-// block_x_reduce does: a shared-memory halving tree down to 32, a shuffle-down below. Every thread
-// receives it.
-template <typename Partial>
-__device__ float block_mean_sum(Partial partial, const MeanReduceConfig& c) {
-  __shared__ float lanes[512];
+// The lane partials in lanes[0 .. count) folded as block_x_reduce does: a shared-memory halving tree down to
+// 32, a shuffle-down below. Every thread of the block calls it after writing its partials; every thread
+// receives the sum.
+__device__ __forceinline__ float block_fold_lane_partials(float* lanes, int count) {
   __shared__ float result;
   const int tid = threadIdx.x;
-  for (int l = tid; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = partial(l);
-  for (int off = c.lanes / 2; off >= 32; off /= 2) {
+  for (int off = count / 2; off >= 32; off /= 2) {
     __syncthreads();
     for (int l = tid; l < off; l += kRmsNormVecThreads) lanes[l] = add_rn(lanes[l], lanes[l + off]);
   }
   __syncthreads();
   if (tid < 32) {
-    const int width = c.lanes < 32 ? c.lanes : 32;
+    const int width = count < 32 ? count : 32;
     float s = tid < width ? lanes[tid] : 0.0f;
     for (int off = width / 2; off >= 1; off /= 2) s = add_rn(s, __shfl_down_sync(0xffffffffu, s, off));
     if (tid == 0) result = s;
@@ -240,69 +237,93 @@ __device__ float block_mean_sum(Partial partial, const MeanReduceConfig& c) {
   return result;
 }
 
-// Lane `lane`'s partial of a staged row (in T) of the mean's input squares, mean_lane_partial_vec<kVec>'s
-// sum, where the row is whole kVec-element vectors from a 16-byte boundary of the mean's input
-// (c.vectorized, shift 0, n % kVec == 0): the lane's vectors lane, lane + lanes, ... each read in one shared
-// access, squares(v, sq) giving a vector's kVec squares; the accumulators fold in order.
+// Shared memory for the lane partials of one row (Reduce.cuh's block.x is at most 512).
+__device__ __forceinline__ float* mean_lane_slots() {
+  __shared__ float lanes[512];
+  return lanes;
+}
+
+// The lane-folded sum of a row's squares in Reduce.cuh's order, partial(l) returning lane l's partial
+// (mean_lane_partial): thread t computes lanes t, t + 128, ... (c.lanes <= 512), then the lanes fold
+// (block_fold_lane_partials). Every thread receives it.
+template <typename Partial>
+__device__ float block_mean_sum(Partial partial, const MeanReduceConfig& c) {
+  float* lanes = mean_lane_slots();
+  for (int l = threadIdx.x; l < c.lanes; l += kRmsNormVecThreads) lanes[l] = partial(l);
+  return block_fold_lane_partials(lanes, c.lanes);
+}
+
+// Whether a staged row's mean over kVec-element vectors can be read by block_mean_sum_by_chains: whole vectors
+// from a 16-byte boundary of the mean's input (c.vectorized, shift 0, n % kVec == 0) over 32 lanes (every row
+// count from 16 up with n / kVec >= 32).
+template <int kVec>
+__device__ __forceinline__ bool mean_by_chains(const MeanReduceConfig& c, int64_t n, int shift) {
+  return c.vectorized && c.vec == kVec && shift == 0 && n % kVec == 0 && c.lanes == 32;
+}
+
+// block_mean_sum's result where mean_by_chains<kVec> holds, with the whole block at work: each of lane l's kVec
+// accumulators is a chain of additions independent of the others, so thread 4l + q takes accumulators
+// q kVec / 4 .. (q + 1) kVec / 4 - 1 (its kVec / 4 elements of each of the lane's vectors l, l + 32, ..., one
+// shared access each; a warp reads 8 whole vectors, conflict-free), then lane l's in-order fold of its
+// accumulators runs in thread 4l with the other three's by shuffles. squares(v, sq) gives the kVec / 4 squares
+// of v, a Pack<T, kVec / 4>.
 template <int kVec, typename T, typename Squares>
-__device__ float staged_mean_lane_partial(const T* row, int64_t n, int lanes, int lane, Squares squares) {
-  float acc[kVec];
+__device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squares) {
+  static_assert(kRmsNormVecThreads == 4 * 32 && kVec % 4 == 0, "four threads per lane, 32 lanes");
+  constexpr int kPer = kVec / 4;
+  const int lane = threadIdx.x / 4, q = threadIdx.x % 4;
+  float acc[kPer];
 #pragma unroll
-  for (int i = 0; i < kVec; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < kPer; ++i) acc[i] = 0.0f;
 #pragma unroll 4
-  for (int64_t idx = lane; idx * kVec < n; idx += lanes) {  // unrolled: shared loads ahead of the adds
-    Pack<T, kVec> v;
-    v.load(row + idx * kVec);
-    float sq[kVec];
+  for (int64_t idx = lane; idx * kVec < n; idx += 32) {  // unrolled: shared loads ahead of the adds
+    Pack<T, kPer> v;
+    v.load(row + idx * kVec + q * kPer);
+    float sq[kPer];
     squares(v, sq);
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) acc[i] = add_rn(acc[i], sq[i]);
+    for (int i = 0; i < kPer; ++i) acc[i] = add_rn(acc[i], sq[i]);
   }
   float s = acc[0];
 #pragma unroll
-  for (int i = 1; i < kVec; ++i) s = add_rn(s, acc[i]);
-  return s;
+  for (int i = 1; i < kPer; ++i) s = add_rn(s, acc[i]);
+#pragma unroll
+  for (int k = 1; k < 4; ++k)
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) s = add_rn(s, __shfl_down_sync(0xffffffffu, acc[i], k));  // used in q == 0
+  float* lanes = mean_lane_slots();
+  if (q == 0) lanes[lane] = s;
+  return block_fold_lane_partials(lanes, 32);
 }
 
-// The sum of squares of a staged row in Reduce.cuh's order for a mean over vectors of kVec: by whole
-// vectors where the row allows (staged_mean_lane_partial), else element by element (mean_lane_partial).
-template <int kVec, typename T, typename Squares, typename Square>
-__device__ float block_staged_mean_sum(const T* row, int64_t n, const MeanReduceConfig& c, int shift, Squares squares,
-                                       Square square) {
-  const bool whole_vectors = c.vectorized && c.vec == kVec && shift == 0 && n % kVec == 0;
-  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
-  return block_mean_sum(
-      [&](int l) {
-        return whole_vectors ? staged_mean_lane_partial<kVec>(row, n, c.lanes, l, squares)
-                             : mean_lane_partial(sq, n, c, l, shift);
-      },
-      c);
-}
-
-// The decomposed chain: squares in float, element by element (whole-vector reads measured slower here:
-// session 11), `shift` = (row * n) % 4.
+// The decomposed chain: squares in float; whole-block chains where mean_by_chains holds (one element of each
+// vector per thread), else element by element; `shift` = (row * n) % 4.
 template <typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
-  const auto sq = [row](int64_t k) {
-    const float v = Storage<T>::load(row[k]);
-    return mul_rn(v, v);
-  };
-  return decomposed_inv_rms(block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c), factor,
-                            eps);
+  constexpr int kVec = 4;  // the fp32 intermediate's 16-byte vectors
+  const auto square = [](float v) { return mul_rn(v, v); };
+  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
+  const float sum = mean_by_chains<kVec>(c, n, shift)
+                        ? block_mean_sum_by_chains<kVec>(row, n,
+                                                         [square](const Pack<T, 1>& v, float (&s)[1]) {
+                                                           s[0] = square(Storage<T>::load(v.get(0)));
+                                                         })
+                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
+  return decomposed_inv_rms(sum, factor, eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
-// exact product once, as the float multiply and its rounding do; cuda/paired_arith.cuh), whose mean reads
-// 16-byte vectors; `shift` = (row * n) % c.vec.
+// exact product once, as the float multiply and its rounding do; cuda/paired_arith.cuh); whole-block chains
+// over 16-byte vectors where mean_by_chains holds, else element by element; `shift` = (row * n) % c.vec.
 template <typename T>
 __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const MeanReduceConfig& c, int shift,
                                              float factor, float eps) {
   constexpr int kVec = 16 / sizeof(T);
   const auto square = [](float v) { return storage_square<T>(v); };
-  const auto squares = [square](const Pack<T, kVec>& v, float (&sq)[kVec]) {
+  const auto squares = [square](const Pack<T, kVec / 4>& v, float (&sq)[kVec / 4]) {
 #pragma unroll
-    for (int w = 0; w < Pack<T, kVec>::kWords; ++w) {
+    for (int w = 0; w < Pack<T, kVec / 4>::kWords; ++w) {
       if constexpr (sizeof(T) == 2) {
         const float2 pair = PairedArith<T>::unpack(PairedArith<T>::mul(v.w[w], v.w[w]));
         sq[2 * w] = pair.x;
@@ -312,7 +333,11 @@ __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const Mean
       }
     }
   };
-  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec>(row, n, c, shift, squares, square), factor, eps);
+  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
+  const float sum = mean_by_chains<kVec>(c, n, shift)
+                        ? block_mean_sum_by_chains<kVec>(row, n, squares)
+                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
+  return storage_rms_norm_rstd<T>(sum, factor, eps);
 }
 
 }  // namespace dfuse::detail

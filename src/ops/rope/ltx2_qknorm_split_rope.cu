@@ -4,11 +4,12 @@
 // One block per token row of q or of k (persistent over the rows of both): the row of C = H * D
 // elements is read once into shared memory (in T, whole VEC-element accesses), its rstd is folded in
 // F.rms_norm's order (cuda/rms_norm_rows.cuh: aten's 128-thread vectorized order, or its 512-thread
-// generic Welford order), then each thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes
-// them and their partners at i + D/2 (rounded to T as the chain's norm output is), loads VEC cos
-// and sin values of (b, h, s), and writes both halves once. The row is staged before any output is
-// written, so in place is safe. VEC = 16 bytes of T when D/2 is a multiple of it and every row
-// (x, out, weight, tables per token and per head) is 16-byte aligned, else 1.
+// generic Welford order; LTX-2's norms are torch.nn.RMSNorm, the only chain compiled here), then each
+// thread takes VEC columns i..i+VEC-1 of one head's first half: it normalizes them and their partners at
+// i + D/2 (rounded to T as the chain's norm output is), loads VEC cos and sin values of (b, h, s), and
+// writes both halves once. The row is staged before any output is written, so in place is safe. VEC = 16
+// bytes of T when D/2 is a multiple of it and every row (x, out, weight, tables per token and per head) is
+// 16-byte aligned, else 1.
 #include <algorithm>
 
 #include "common/dispatch.h"
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) ltx2_qknorm_split_rope_kernel(Ltx2Qk
     const T* x = static_cast<const T*>(s.norm.rows.in[0].data) + s.norm.rows.in[0].offset(idx);
     stage_row<T, kThreads, VEC, 4>(x, row, n);
     __syncthreads();
-    const float inv = block_rms_norm_row_inv<T, kThreads>(s.norm, row, r);
+    const float inv = block_rms_norm_row_inv<T, kThreads, RmsNormChain::torch_rms_norm>(s.norm, row, r);
     const int64_t vecs_per_head = s.half / VEC, items = s.heads * vecs_per_head;
     for (int64_t it = threadIdx.x; it < items; it += kThreads) {
       const int64_t h = it / vecs_per_head;
