@@ -20,11 +20,14 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", nargs="+", choices=list(tb.OPS), default=list(tb.OPS), metavar="NAME")
     parser.add_argument("--calls", type=int, default=2, help="profiled calls per implementation and shape")
+    parser.add_argument("--shapes", nargs="+", metavar="NAME", help="only these model shapes (e.g. Wan2.1-14B)")
     args = parser.parse_args()
 
     for name in args.ops:
         entry = tb.OPS[name]
         for shape_name, shape in (entry.shapes or tb.SHAPES).items():
+            if args.shapes and shape_name not in args.shapes:
+                continue
             sets = [entry.inputs(shape) for _ in range(args.calls)]
             compiled = torch.compile(entry.chain, fullgraph=True, dynamic=False)
             for impl in (entry.op, compiled):

@@ -81,15 +81,12 @@ struct RmsNormEpilogueInputs {
   }
 };
 
-// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): in
-// 128-thread blocks four after F.rms_norm's statistics (which the whole block computes), two after the
-// decomposed and storage-dtype means (one warp's work; more registers cost those kernels more occupancy
-// than the overlap gains); one in the 512-thread blocks, whose occupancy registers bound. Measured in
-// docs/BENCHMARKS.md (session 11, run 2).
-template <int kThreads, RmsNormChain kChain>
+// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): four in
+// 128-thread blocks (two after the decomposed and storage-dtype means measured slower: rmsnorm_scale 470 -> 497
+// us at Wan 2.1, session 12 run 2), one in the 512-thread blocks, whose occupancy registers bound.
+template <int kThreads>
 constexpr int rms_norm_epilogue_batch() {
-  if constexpr (kThreads != kRmsNormVecThreads) return 1;
-  return kChain == RmsNormChain::torch_rms_norm ? 4 : 2;
+  return kThreads == kRmsNormVecThreads ? 4 : 1;
 }
 
 // VEC outputs from columns j.. of the staged row and their inputs. Where the epilogue has a pair form
@@ -147,7 +144,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
     const float inv = block_rms_norm_row_inv<T, kThreads, kChain>(p, row, r);
     with_rms_norm_element_of<T, kChain>(p, [&](auto element) {
       constexpr int64_t kStride = int64_t(kThreads) * VEC;
-      constexpr int kBatch = rms_norm_epilogue_batch<kThreads, kChain>();
+      constexpr int kBatch = rms_norm_epilogue_batch<kThreads>();
       for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kBatch * kStride) {
         RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
 #pragma unroll

@@ -24,8 +24,8 @@
 //    block_torch_rms_norm_rstd(load4, n, eps)
 //    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
 //    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
-//  (these two read the staged row in T: row[k] is element k; for the row counts and widths of models the
-//  whole block folds the mean's independent accumulators, block_mean_sum_by_chains)
+//  (these two read the staged row in T: row[k] is element k; the storage-dtype mean at models' row counts
+//  and widths by the whole block, block_mean_sum_by_chains)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
@@ -296,21 +296,18 @@ __device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squar
   return block_fold_lane_partials(lanes, 32);
 }
 
-// The decomposed chain: squares in float; whole-block chains where mean_by_chains holds (one element of each
-// vector per thread), else element by element; `shift` = (row * n) % 4.
+// The decomposed chain: squares in float, element by element by the lanes' threads (the whole-block chains
+// measured slower in the fp32-norm rows, 496 -> 526 us at Wan 2.1, and level in the RMSNorm rows: session 12
+// run 2), `shift` = (row * n) % 4.
 template <typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
-  constexpr int kVec = 4;  // the fp32 intermediate's 16-byte vectors
-  const auto square = [](float v) { return mul_rn(v, v); };
-  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
-  const float sum = mean_by_chains<kVec>(c, n, shift)
-                        ? block_mean_sum_by_chains<kVec>(row, n,
-                                                         [square](const Pack<T, 1>& v, float (&s)[1]) {
-                                                           s[0] = square(Storage<T>::load(v.get(0)));
-                                                         })
-                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
-  return decomposed_inv_rms(sum, factor, eps);
+  const auto sq = [row](int64_t k) {
+    const float v = Storage<T>::load(row[k]);
+    return mul_rn(v, v);
+  };
+  return decomposed_inv_rms(block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c), factor,
+                            eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
