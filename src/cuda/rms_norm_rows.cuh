@@ -37,7 +37,7 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
   } else if constexpr (kChain == RmsNormChain::torch_rms_norm) {
     return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
   } else if constexpr (kChain == RmsNormChain::diffusers_decomposed) {
-    return block_decomposed_inv_rms(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
+    return block_decomposed_inv_rms<true>(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
   } else {
     return block_storage_rms_norm_rstd(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
   }
@@ -126,9 +126,10 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   r.store_global(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
-// One kernel per chain (each with its own register count and occupancy).
+// One kernel per chain (each with its own register count and occupancy); 128-thread blocks at 6 per SM at least
+// (80 registers: the storage-dtype and decomposed kernels of rmsnorm_tanh_residual took 93-96 without the bound).
 template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi>
-__global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
+__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 6 : 1) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;

@@ -22,10 +22,10 @@
 //  (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold); load4(i, v) reads
 //  elements 4i..4i+3 of the row as float into v, at(k) element k:
 //    block_torch_rms_norm_rstd(load4, n, eps)
-//    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
+//    block_decomposed_inv_rms<kByChains>(row, n, config, shift, factor, eps)
 //    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
-//  (these two read the staged row in T: row[k] is element k; the storage-dtype mean at models' row counts
-//  and widths by the whole block, block_mean_sum_by_chains)
+//  (these two read the staged row in T: row[k] is element k; at models' row counts and widths the
+//  storage-dtype mean, and the decomposed one where asked, by the whole block: block_mean_sum_by_chains)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
@@ -275,10 +275,14 @@ __device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squar
   float acc[kPer];
 #pragma unroll
   for (int i = 0; i < kPer; ++i) acc[i] = 0.0f;
+  // The lane's vectors lane, lane + 32, ... by a 32-bit trip count and a stepped pointer (64-bit index compares
+  // and address products were most of this loop's instructions: session 12 run 3's source counters).
+  const int steps = (int(n / kVec) - lane + 31) / 32;
+  const T* at = row + lane * kVec + q * kPer;
 #pragma unroll 4
-  for (int64_t idx = lane; idx * kVec < n; idx += 32) {  // unrolled: shared loads ahead of the adds
+  for (int k = 0; k < steps; ++k, at += 32 * kVec) {  // unrolled: shared loads ahead of the adds
     Pack<T, kPer> v;
-    v.load(row + idx * kVec + q * kPer);
+    v.load(at);
     float sq[kPer];
     squares(v, sq);
 #pragma unroll
@@ -296,18 +300,21 @@ __device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squar
   return block_fold_lane_partials(lanes, 32);
 }
 
-// The decomposed chain: squares in float, element by element by the lanes' threads (the whole-block chains
-// measured slower in the fp32-norm rows, 496 -> 526 us at Wan 2.1, and level in the RMSNorm rows: session 12
-// run 2), `shift` = (row * n) % 4.
-template <typename T>
+// The decomposed chain: squares in float; `shift` = (row * n) % 4. kByChains: where mean_by_chains holds, the
+// whole block folds the lanes' accumulators (one element of each vector per thread), else one warp's threads
+// fold them element by element. Which is faster depends on the kernel around it (session 12, Wan 2.1): the
+// RMSNorm rows 596 us by elements against 556 by chains, the fp32-norm rows 493 against 526.
+template <bool kByChains, typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
-  const auto sq = [row](int64_t k) {
-    const float v = Storage<T>::load(row[k]);
-    return mul_rn(v, v);
-  };
-  return decomposed_inv_rms(block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c), factor,
-                            eps);
+  constexpr int kVec = 4;  // the fp32 intermediate's 16-byte vectors
+  const auto square = [](float v) { return mul_rn(v, v); };
+  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
+  const auto square_of = [square](const Pack<T, 1>& v, float (&s)[1]) { s[0] = square(Storage<T>::load(v.get(0))); };
+  const float sum = kByChains && mean_by_chains<kVec>(c, n, shift)
+                        ? block_mean_sum_by_chains<kVec>(row, n, square_of)
+                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
+  return decomposed_inv_rms(sum, factor, eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
