@@ -129,7 +129,8 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 // One kernel per chain (each with its own register count and occupancy); 128-thread blocks at 6 per SM at least
 // (80 registers: the storage-dtype and decomposed kernels of rmsnorm_tanh_residual took 93-96 without the bound).
 template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi>
-__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 6 : 1) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
+__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 6 : 1)
+    rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   const int64_t n = p.rows.geom.cols;
