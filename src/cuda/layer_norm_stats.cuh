@@ -252,7 +252,8 @@ __device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int
   }
   constexpr int kCount0 = 128, kCount1 = K > 1 ? 128 : 0, kCount2 = K > 2 ? 128 : 0, kCount3 = K > 3 ? 128 : 0;
   const WelfordVec s = welford_vec_combine_counted<kCount0 + kCount2, kCount1 + kCount3>(
-      welford_vec_combine_counted<kCount0, kCount2>(w[0], w[2]), welford_vec_combine_counted<kCount1, kCount3>(w[1], w[3]));
+      welford_vec_combine_counted<kCount0, kCount2>(w[0], w[2]),
+      welford_vec_combine_counted<kCount1, kCount3>(w[1], w[3]));
   return {__shfl_sync(0xffffffffu, s.mean, 0, 16), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0, 16)};
 }
 

@@ -300,26 +300,33 @@ __device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squar
   return block_fold_lane_partials(lanes, 32);
 }
 
-// The decomposed chain: squares in float; `shift` = (row * n) % 4. kByChains: where mean_by_chains holds, the
-// whole block folds the lanes' accumulators (one element of each vector per thread), else one warp's threads
-// fold them element by element. Which is faster depends on the kernel around it (session 12, Wan 2.1): the
-// RMSNorm rows 596 us by elements against 556 by chains, the fp32-norm rows 493 against 526.
+// The sum of squares of a staged row in Reduce.cuh's order for a mean over kVec-element vectors: by the whole
+// block where kByChains and mean_by_chains<kVec> allow (squares(v, sq): the kVec / 4 squares of a
+// Pack<T, kVec / 4>), else by the lanes' threads element by element (square(x): one element's square).
+template <int kVec, bool kByChains, typename T, typename Squares, typename Square>
+__device__ float block_staged_mean_sum(const T* row, int64_t n, const MeanReduceConfig& c, int shift, Squares squares,
+                                       Square square) {
+  if (kByChains && mean_by_chains<kVec>(c, n, shift)) return block_mean_sum_by_chains<kVec>(row, n, squares);
+  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
+  return block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
+}
+
+// The decomposed chain: squares in float of the row's elements, whose mean reads the fp32 intermediate's
+// 4-element vectors; `shift` = (row * n) % 4. kByChains: the whole block folds the mean where it can (one element
+// of each vector per thread), else one warp's threads fold it element by element. Which is faster depends on the
+// kernel around it (Wan 2.1, session 12): the RMSNorm rows 596 us by elements (run 3) against 488 by chains
+// (run 4); the fp32-norm rows 493 by elements against 526 by chains (run 2, before the chains' 32-bit loop).
 template <bool kByChains, typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
-  constexpr int kVec = 4;  // the fp32 intermediate's 16-byte vectors
   const auto square = [](float v) { return mul_rn(v, v); };
-  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
-  const auto square_of = [square](const Pack<T, 1>& v, float (&s)[1]) { s[0] = square(Storage<T>::load(v.get(0))); };
-  const float sum = kByChains && mean_by_chains<kVec>(c, n, shift)
-                        ? block_mean_sum_by_chains<kVec>(row, n, square_of)
-                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
-  return decomposed_inv_rms(sum, factor, eps);
+  const auto squares = [square](const Pack<T, 1>& v, float (&sq)[1]) { sq[0] = square(Storage<T>::load(v.get(0))); };
+  return decomposed_inv_rms(block_staged_mean_sum<4, kByChains>(row, n, c, shift, squares, square), factor, eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
-// exact product once, as the float multiply and its rounding do; cuda/paired_arith.cuh); whole-block chains
-// over 16-byte vectors where mean_by_chains holds, else element by element; `shift` = (row * n) % c.vec.
+// exact product once, as the float multiply and its rounding do; cuda/paired_arith.cuh), whose mean reads
+// 16-byte vectors, by the whole block where it can; `shift` = (row * n) % c.vec.
 template <typename T>
 __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const MeanReduceConfig& c, int shift,
                                              float factor, float eps) {
@@ -337,11 +344,8 @@ __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const Mean
       }
     }
   };
-  const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
-  const float sum = mean_by_chains<kVec>(c, n, shift)
-                        ? block_mean_sum_by_chains<kVec>(row, n, squares)
-                        : block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
-  return storage_rms_norm_rstd<T>(sum, factor, eps);
+  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec, true>(row, n, c, shift, squares, square), factor,
+                                  eps);
 }
 
 }  // namespace dfuse::detail

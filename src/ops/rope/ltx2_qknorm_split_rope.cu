@@ -57,7 +57,8 @@ __device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, cons
 // 128-thread blocks at 8 per SM (64 registers; 6 at the 78 the compiler chose: ltx-2 105.3 -> 98.0 us, session
 // 12 run 2).
 template <typename T, int kThreads, int VEC>
-__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 8 : 1) ltx2_qknorm_split_rope_kernel(Ltx2QkNormSplitRopeParams p, int sides) {
+__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 8 : 1)
+    ltx2_qknorm_split_rope_kernel(Ltx2QkNormSplitRopeParams p, int sides) {
   extern __shared__ __align__(16) unsigned char staged[];
   T* row = reinterpret_cast<T*>(staged);
   const uint32_t rows0 = uint32_t(p.side[0].norm.rows.geom.rows());
