@@ -23,7 +23,10 @@ from bitwise import assert_bitwise, check_op, counters, rand  # noqa: E402
 
 FLUX = (1, 4608, 3072)  # FLUX.1 image tokens at 1024x1024, hidden 3072
 WAN = (1, 75600, 5120)  # Wan 2.1 14B, 720p 81 frames, hidden 5120
-ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 1536), (2, 4097, 2560), (3, 1, 5120), (1, 4, 3072)]
+# (2, 17, 1288): 32 Reduce.cuh lanes over a count of 16-byte vectors that is no multiple of 32 (the whole-block
+# means' last round partial; the model widths all give whole rounds).
+ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 1536), (2, 4097, 2560), (3, 1, 5120), (1, 4, 3072),
+       (2, 17, 1288)]
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 EPS = 1e-6
 
@@ -281,8 +284,8 @@ ZIMAGE = (1, 4128, 3840)  # Z-Image 1024x1024: 4096 image + 32 text tokens, hidd
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("per", ["batch", "chunk6"])
-@pytest.mark.parametrize("shape", [ZIMAGE, FLUX, (1, 32, 3840), (2, 17, 256), (1, 1, 3840), (3, 7, 1536), (1, 257, 132)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [ZIMAGE, FLUX, (1, 32, 3840), (2, 17, 256), (1, 1, 3840), (3, 7, 1536), (1, 257, 132),
+                                   (2, 17, 1288)], ids=str)
 def test_rmsnorm_scale(shape, per, dtype):
     x, w, scale, _, eps = args_for(shape, dtype, per, eps=1e-5)
     check_op("rmsnorm_scale", dt.rmsnorm_scale, scale_chain, (x, w, 1 + scale, eps))
@@ -290,8 +293,8 @@ def test_rmsnorm_scale(shape, per, dtype):
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("per", ["batch", "chunk6"])
-@pytest.mark.parametrize("shape", [ZIMAGE, FLUX, (1, 32, 3840), (2, 17, 256), (1, 1, 3840), (3, 7, 1536), (1, 257, 132)],
-                         ids=str)
+@pytest.mark.parametrize("shape", [ZIMAGE, FLUX, (1, 32, 3840), (2, 17, 256), (1, 1, 3840), (3, 7, 1536), (1, 257, 132),
+                                   (2, 17, 1288)], ids=str)
 def test_rmsnorm_tanh_residual(shape, per, dtype):
     y, w, gate, _, eps = args_for(shape, dtype, per, eps=1e-5)
     residual = rand(shape, dtype, 4.0)

@@ -254,8 +254,8 @@ __device__ float block_mean_sum(Partial partial, const MeanReduceConfig& c) {
 }
 
 // Whether a staged row's mean over kVec-element vectors can be read by block_mean_sum_by_chains: whole vectors
-// from a 16-byte boundary of the mean's input (c.vectorized, shift 0, n % kVec == 0) over 32 lanes (every row
-// count from 16 up with n / kVec >= 32).
+// from a 16-byte boundary of the mean's input (c.vectorized, shift 0, n % kVec == 0) over 32 lanes (row counts
+// from 16 up with n / kVec >= 32; any row count with 32 <= n / kVec < 64).
 template <int kVec>
 __device__ __forceinline__ bool mean_by_chains(const MeanReduceConfig& c, int64_t n, int shift) {
   return c.vectorized && c.vec == kVec && shift == 0 && n % kVec == 0 && c.lanes == 32;

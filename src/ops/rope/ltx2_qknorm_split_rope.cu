@@ -54,10 +54,10 @@ __device__ __forceinline__ void split_rope_item(const Ltx2SplitRopeSide& s, cons
 }
 
 // Rows [0, rows of side 0) are side 0's tokens, the rest side 1's (`sides` = 1: side 0 only).
-// 128-thread blocks at 8 per SM (64 registers; 6 at the 78 the compiler chose: ltx-2 105.3 -> 98.0 us, session
-// 12 run 2).
+// 128-thread blocks of 16-bit T at 8 per SM (64 registers; 6 at the 78 the compiler chose: ltx-2 105.3 -> 98.0
+// us in bf16, session 12 run 2); f32 rows left to the compiler (the bound made one of them spill).
 template <typename T, int kThreads, int VEC>
-__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads ? 8 : 1)
+__global__ void __launch_bounds__(kThreads, kThreads == kRmsNormVecThreads && sizeof(T) == 2 ? 8 : 1)
     ltx2_qknorm_split_rope_kernel(Ltx2QkNormSplitRopeParams p, int sides) {
   extern __shared__ __align__(16) unsigned char staged[];
   T* row = reinterpret_cast<T*>(staged);
@@ -132,6 +132,10 @@ void launch_sides(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t st
 }
 
 void cuda_entry(const Ltx2QkNormSplitRopeParams& p, Stream stream) {
+  for (const Ltx2SplitRopeSide& side : p.side)
+    if (side.norm.chain != RmsNormChain::torch_rms_norm)
+      throw Unsupported("diffusion.ltx2_qknorm_split_rope", "F.rms_norm chain",
+                        "diffusion.ltx2_qknorm_split_rope: the CUDA kernel compiles F.rms_norm's statistics only");
   const DeviceGuard guard(p.side[0].norm.rows.device);
   auto s = static_cast<cudaStream_t>(stream.handle);
   dispatch_bf16_f16_f32(p.side[0].norm.rows.dtype, "ltx2_qknorm_split_rope CUDA kernel", [&](auto tag) {
