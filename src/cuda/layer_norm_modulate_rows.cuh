@@ -144,7 +144,9 @@ void layernorm_modulate_rows_cuda(const LayernormModulateParams& p, Stream strea
   const DeviceGuard guard(p.rows.device);
   const auto s = static_cast<cudaStream_t>(stream.handle);
   const int vec_bytes = 4 * int(dtype_size(p.rows.dtype));
-  const auto aligned = [&](const RowOperand& op) { return op.col_stride == 1 && rows_aligned(op, p.rows.dtype, vec_bytes); };
+  const auto aligned = [&](const RowOperand& op) {
+    return op.col_stride == 1 && rows_aligned(op, p.rows.dtype, vec_bytes);
+  };
   const VecFlags vec{aligned(p.rows.in[0]), aligned(p.rows.in[1]), aligned(p.rows.in[2]), aligned(p.rows.out)};
   dispatch_bf16_f16_f32(p.rows.dtype, "layernorm_modulate", [&](auto tag) {
     using T = decltype(tag);

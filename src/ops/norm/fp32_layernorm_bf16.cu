@@ -2,8 +2,8 @@
 // aten's fp32 LayerNorm path (cuda/layer_norm_stats.cuh: 128 threads over 4-element chunks, 8-byte
 // accesses where the rows are aligned, or 512 threads), x read as bf16/f16 and widened exactly;
 // after the reduction each thread re-reads its elements (L1/L2), computes aten's fp32 element and
-// rounds it once to x's dtype. In place is
-// safe: a thread writes only elements it has read itself after the row's statistics are complete.
+// rounds it once to x's dtype. In place is safe: a thread writes only elements it has read itself after
+// the row's statistics are complete.
 // Contract: fp32_layernorm_bf16.h.
 #include "common/entries.h"
 #include "cuda/check.h"
@@ -35,7 +35,8 @@ __global__ void fp32_layernorm_kernel(Fp32LayerNormParams p, bool x_vec, bool ou
       const Chunk4<T> c = load_chunk4(x, i, 1, x_vec);
       Chunk4<T> o;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) o.set(k, fp32_layernorm_element<T>(p, S::load(c.get(k)), stats.mean, rstd, 4 * i + k));
+      for (int k = 0; k < 4; ++k)
+        o.set(k, fp32_layernorm_element<T>(p, S::load(c.get(k)), stats.mean, rstd, 4 * i + k));
       store_chunk4(out, i, o, out_vec);
     }
   } else {
