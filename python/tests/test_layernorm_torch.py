@@ -267,6 +267,16 @@ def test_fp32_layernorm_misaligned_weight(dtype):
     check_fp32((x, w, b))
 
 
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_fp32_layernorm_strided_affine(dtype):
+    """Weight and bias as every second float of their storage: aten makes them contiguous (the vectorized
+    path); the kernel reads them one element at a time instead of by 16-byte chunks."""
+    x, _, _ = fp32_args((1, 777, 3072), dtype)
+    w = (1 + rand((2 * 3072,), torch.float32, 0.2))[::2]
+    b = rand((2 * 3072,), torch.float32, 0.1)[::2]
+    check_fp32((x, w, b))
+
+
 def test_fp32_layernorm_half_weight_runs_the_chain():
     x, w, b = fp32_args((1, 64, 1024), torch.bfloat16)
     args = (x, w.to(torch.bfloat16), b)

@@ -26,13 +26,20 @@ struct Fp32LayerNormParams {
   LayerNormPath path = LayerNormPath::generic;
 };
 
-// One output element of row statistics (mean, rstd) in `path`: aten's fp32 element, then .to(T).
+// One output element of row statistics (mean, rstd) in `path`: aten's fp32 element, then .to(T); g and b are
+// the element's gamma and beta (any value where p has none), k4 its position in its 4-element chunk.
+template <typename T>
+DFUSE_HD T fp32_layernorm_element(const Fp32LayerNormParams& p, float x, float mean, float rstd, float g, float b,
+                                  int k4) {
+  return Storage<T>::store(layer_norm_element(p.path, x, mean, rstd, p.weight != nullptr, g, p.bias != nullptr, b, k4));
+}
+
+// The same for column c, reading its gamma and beta.
 template <typename T>
 DFUSE_HD T fp32_layernorm_element(const Fp32LayerNormParams& p, float x, float mean, float rstd, int64_t c) {
   const float g = p.weight ? p.weight[c * p.weight_stride] : 1.0f;
   const float b = p.bias ? p.bias[c * p.bias_stride] : 0.0f;
-  return Storage<T>::store(
-      layer_norm_element(p.path, x, mean, rstd, p.weight != nullptr, g, p.bias != nullptr, b, int(c % 4)));
+  return fp32_layernorm_element<T>(p, x, mean, rstd, g, b, int(c % 4));
 }
 
 using Fp32LayerNormEntry = void (*)(const Fp32LayerNormParams& p, Stream stream);
