@@ -29,5 +29,7 @@ class DeviceGuard {
 
 // SM count of a device, queried once per device.
 int multiprocessor_count(int device);
+// L2 cache size of a device in bytes, queried once per device.
+int l2_cache_bytes(int device);
 
 }  // namespace dfuse::detail

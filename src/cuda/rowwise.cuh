@@ -84,6 +84,17 @@ constexpr int rowwise_unroll() {
     return 2;
 }
 
+// Whether rowwise_kernel may load Fn's streamed inputs evict-first: unless RowwisePair<Fn>::kEvictFirstInputs is
+// false, where an op's kernel measured slower with the choice compiled in (bias_glu: 562.7 -> 578.1 us at Wan 2.1
+// with the policy off, docs/BENCHMARKS.md, session 13); such a kernel compiles without it.
+template <typename Fn>
+constexpr bool rowwise_evict_first_inputs() {
+  if constexpr (requires { RowwisePair<Fn>::kEvictFirstInputs; })
+    return RowwisePair<Fn>::kEvictFirstInputs;
+  else
+    return true;
+}
+
 // RowwisePair<Fn>::apply on word w of every input's vector (two 16-bit elements).
 template <typename Fn, typename T, int VEC, size_t... K>
 __device__ __forceinline__ uint32_t apply_rowwise_pair(const Pack<T, VEC> (&v)[sizeof...(K)], int w, bool& fallback,
@@ -121,8 +132,12 @@ struct RowwiseGrid {
 // rowwise_unroll steps of kRowwiseThreads * VEC columns: consecutive blocks stream through memory
 // in row-major order, the order the tensors are laid out in, and each thread has rowwise_unroll
 // 16-byte loads of every input in flight. The grid is bounded by 2^31 blocks.
+// evict_first: the inputs that change from row to row (streamed: read once) are loaded with an L2 evict-first
+// policy (16-byte vectors only), so that the output stays in L2 for the kernel that reads it next (see
+// launch_rowwise_vec).
 template <typename T, int VEC, typename Fn>
-__global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams p, Fn fn, RowwiseGrid grid) {
+__global__ void __launch_bounds__(kRowwiseThreads)
+    rowwise_kernel(RowwiseParams p, Fn fn, RowwiseGrid grid, bool evict_first) {
   constexpr int kInputs = rowwise_arity<T, Fn>();
   constexpr int kRowwiseUnroll = rowwise_unroll<Fn>();
   constexpr int kStep = kRowwiseThreads * VEC;
@@ -136,6 +151,8 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
   uint32_t idx[3];
   grid.split(row, idx);
   Pack<T, VEC> v[kRowwiseUnroll][kInputs];
+  const bool streamed_first = sizeof(T) * VEC == 16 && rowwise_evict_first_inputs<Fn>() && evict_first;
+  const uint64_t policy = streamed_first ? l2_evict_first_policy() : 0;
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) {
     const T* in = static_cast<const T*>(p.in[k].data) + p.in[k].offset(idx);
@@ -143,6 +160,10 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
       const T value = in[0];
 #pragma unroll
       for (int u = 0; u < kRowwiseUnroll; ++u) v[u][k].fill(value);
+    } else if (streamed_first && p.in[k].stride[2] != 0) {
+#pragma unroll
+      for (int u = 0; u < kRowwiseUnroll; ++u)
+        if (u < vectors) v[u][k].load_evict_first(in + first + u * kStep, policy);
     } else {
 #pragma unroll
       for (int u = 0; u < kRowwiseUnroll; ++u)
@@ -170,6 +191,10 @@ __global__ void __launch_bounds__(kRowwiseThreads) rowwise_kernel(RowwiseParams 
   }
 }
 
+// Inputs are loaded evict-first (rowwise_kernel) when the output fits in L2: it then stays there for its consumer
+// (measured on the H200 at FLUX.1 size, the op followed by a reader of its output: 2.7-8.5% faster as a pair, and
+// the op itself faster), while above L2's size the same loads made the ops 2-7% slower (Wan 2.1 size;
+// docs/BENCHMARKS.md, session 13).
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * rowwise_unroll<Fn>();
@@ -179,7 +204,8 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   // Every divisor and numerator is below 2^31 (rows and blocks are).
   const RowwiseGrid grid{UintDivider(uint32_t(blocks_per_row)), UintDivider(uint32_t(p.geom.outer[2])),
                          UintDivider(uint32_t(p.geom.outer[1]))};
-  rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, grid);
+  const bool evict_first = p.geom.rows() * p.geom.cols * int64_t(sizeof(T)) <= l2_cache_bytes(p.device);
+  rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, grid, evict_first);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 

@@ -118,16 +118,31 @@ struct RegisterRuntime {
 
 }  // namespace
 
-int multiprocessor_count(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> counts[kMaxDevices] = {};
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// A device attribute, queried once per device and attribute (`cache`: one slot per device, 0 until asked).
+int cached_attribute(std::atomic<int>* cache, cudaDeviceAttr attribute, int device) {
   if (device < 0 || device >= kMaxDevices) throw BackendUnavailable("CUDA device index out of range");
-  int count = counts[device].load(std::memory_order_relaxed);
-  if (count == 0) {
-    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    counts[device].store(count, std::memory_order_relaxed);
+  int value = cache[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    DFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+    cache[device].store(value, std::memory_order_relaxed);
   }
-  return count;
+  return value;
+}
+
+}  // namespace
+
+int multiprocessor_count(int device) {
+  static std::atomic<int> counts[kMaxDevices] = {};
+  return cached_attribute(counts, cudaDevAttrMultiProcessorCount, device);
+}
+
+int l2_cache_bytes(int device) {
+  static std::atomic<int> bytes[kMaxDevices] = {};
+  return cached_attribute(bytes, cudaDevAttrL2CacheSize, device);
 }
 
 }  // namespace dfuse::detail

@@ -1,5 +1,6 @@
 // Vector accesses shared by the kernels:
 // - store_global_16 / store_global_8: one st.global.v4 / v2 where NVVM would split a vector store;
+// - l2_evict_first_policy / load_global_16_evict_first: a 16-byte load whose lines L2 evicts first;
 // - copy_async_16 / copy_async_commit / copy_async_wait_all: 16-byte global-to-shared copies that bypass
 //   registers (cp.async), in groups a thread waits for;
 // - load_elems / store_elems: VEC elements of any element type, whole 16-byte words (one or more uint4
@@ -38,6 +39,22 @@ __device__ __forceinline__ void copy_async_16(void* dst, const void* src) {
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void copy_async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// An L2 policy that evicts the lines it loads first, and a 16-byte load under it (p 16-byte aligned). Volatile,
+// with a memory clobber, so that it stays ahead of the stores that follow it (an in-place kernel's output).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint4 load_global_16_evict_first(const void* p, uint64_t policy) {
+  uint4 q;
+  asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w)
+               : "l"(p), "l"(policy)
+               : "memory");
+  return q;
+}
 
 template <typename U, int VEC>
 __device__ __forceinline__ void load_elems(const U* p, U (&v)[VEC]) {
@@ -106,6 +123,15 @@ struct Pack {
       w[0] = *reinterpret_cast<const uint32_t*>(p);
     } else {
       set(0, *p);
+    }
+  }
+  // A 16-byte pack by load_global_16_evict_first; smaller packs as load().
+  __device__ __forceinline__ void load_evict_first(const T* p, uint64_t policy) {
+    if constexpr (sizeof(T) * VEC == 16) {
+      const uint4 q = load_global_16_evict_first(p, policy);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    } else {
+      load(p);
     }
   }
   __device__ __forceinline__ void store(T* p) const {

@@ -7,6 +7,15 @@
 #include "ops/activation/gelu_tanh_cat.h"
 
 namespace dfuse::detail {
+
+// The GELU half's element functor only (no pair form); its kernel compiled without the evict-first choice, as
+// it was measured (cuda/rowwise.cuh).
+template <typename T>
+struct RowwisePair<GeluTanh<T>> {
+  static constexpr bool kDefined = false;
+  static constexpr bool kEvictFirstInputs = false;
+};
+
 namespace {
 
 void cuda_entry(const StridedCopyParams& attn, const RowwiseParams& gelu, Stream stream) {
