@@ -40,5 +40,42 @@ bool rowwise_vectorizable(const RowwiseParams& p, int vec_bytes) {
   return rows_aligned(p.out, p.dtype, vec_bytes);
 }
 
+namespace {
+
+// Whether op's row r starts at element r * cols (contiguous rows), or at element 0 for every r.
+bool contiguous_rows(const RowOperand& op, const RowGeometry& g) {
+  int64_t row_elements = g.cols;
+  for (int d = 2; d >= 0; --d) {
+    if (g.outer[d] > 1 && op.stride[d] != row_elements) return false;
+    row_elements *= g.outer[d];
+  }
+  return true;
+}
+
+bool shared_row(const RowOperand& op, const RowGeometry& g) {
+  for (int d = 0; d < 3; ++d)
+    if (g.outer[d] > 1 && op.stride[d] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+RowwiseFlatLayout rowwise_flat_layout(const RowwiseParams& p) {
+  RowwiseFlatLayout layout;
+  if (p.out.col_stride != 1 || !contiguous_rows(p.out, p.geom)) return layout;
+  for (int k = 0; k < kRowwiseMaxInputs; ++k) {
+    const RowOperand& op = p.in[k];
+    if (!op.data) continue;
+    if (shared_row(op, p.geom))
+      layout.in[k] = op.col_stride == 0 ? FlatAccess::value : FlatAccess::column;
+    else if (op.col_stride == 1 && contiguous_rows(op, p.geom))
+      layout.in[k] = FlatAccess::flat;
+    else
+      return layout;
+  }
+  layout.applies = true;
+  return layout;
+}
+
 }  // namespace dfuse::detail
 

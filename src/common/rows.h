@@ -71,4 +71,20 @@ bool rows_aligned(const RowOperand& op, DType dtype, int vec_bytes);
 // True when rows of every row operand (col_stride 1) of `p` allow `vec_bytes` accesses.
 bool rowwise_vectorizable(const RowwiseParams& p, int vec_bytes);
 
+// How the flat form of the row-wise CUDA kernel addresses an input (rowwise_flat_layout).
+enum class FlatAccess : uint8_t {
+  flat,    // laid out as a contiguous [rows, cols] tensor: element (r, c) at r * cols + c
+  column,  // one row shared by every row: element (r, c) at c
+  value,   // one value shared by every element
+};
+
+// The flat form's addressing of p's inputs: `applies` when the output is a contiguous [rows, cols] tensor
+// and every input is one of FlatAccess's layouts (dims of size 1 aside), so that an element's position in
+// the output alone locates it in every operand.
+struct RowwiseFlatLayout {
+  bool applies = false;
+  FlatAccess in[kRowwiseMaxInputs] = {};
+};
+RowwiseFlatLayout rowwise_flat_layout(const RowwiseParams& p);
+
 }  // namespace dfuse::detail

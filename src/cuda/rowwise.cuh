@@ -1,8 +1,11 @@
-// The CUDA kernel behind the row-wise elementwise ops (modulate, gated residual, ...).
+// The CUDA kernels behind the row-wise elementwise ops (modulate, gated residual, ...).
 //
-// Each thread handles rowwise_unroll<Fn>() vectors of VEC consecutive columns (16 bytes when every row
-// operand is 16-byte aligned and the row length allows, else one element) of one row. Operands
-// that hold one value per row (col_stride 0) are read once per thread and broadcast. The op is a functor
+// Two forms of one computation on vectors of VEC consecutive columns (16 bytes when every row operand is
+// 16-byte aligned and the row length allows, else one element): the flat form (rowwise_flat_kernel) where the
+// output is contiguous and every input is contiguous too or shared by all rows (rowwise_flat_layout), the
+// common case, addressed by the vector's position alone; otherwise the row blocks (rowwise_kernel), where each
+// thread handles rowwise_unroll<Fn>() vectors of one row, any strides, and operands that hold one value per
+// row (col_stride 0) are read once per thread and broadcast. The op is a functor
 // `T fn(T a, ...)` of one to four elements (kRowwiseMaxInputs) holding the per-element arithmetic
 // that the host kernel shares; an op may also give it on packed pairs of 16-bit elements (RowwisePair,
 // cuda/paired_arith.cuh), which the kernel then uses, redoing a vector by element where the pair form
@@ -71,17 +74,30 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
   }
 }
 
-constexpr int kRowwiseThreads = 128;  // threads per block, side by side along one row
-// Vectors per input and thread, all loaded before any is used: RowwisePair<Fn>::kVectorsPerThread where an op's
-// pair form sets it, else two. Measured on the H200 (docs/BENCHMARKS.md, session 9): two rather than four made
-// modulate 371.2 -> 367.6 us at Wan 2.1 and left silu_mul level; bias_silu ran 412.2 us with four, 423.5 with
-// two. Four-input functors with four took 93 registers (bias_glu, five blocks per SM).
+constexpr int kRowwiseThreads = 128;  // threads per block
+// Vectors per input and thread of the row blocks, all loaded before any is used:
+// RowwisePair<Fn>::kVectorsPerThread where an op's pair form sets it, else two. Measured on the H200
+// (docs/BENCHMARKS.md, session 9): two rather than four made modulate 371.2 -> 367.6 us at Wan 2.1 and left
+// silu_mul level; bias_silu ran 412.2 us with four, 423.5 with two. Four-input functors with four took 93
+// registers (bias_glu, five blocks per SM).
 template <typename Fn>
 constexpr int rowwise_unroll() {
   if constexpr (requires { RowwisePair<Fn>::kVectorsPerThread; })
     return RowwisePair<Fn>::kVectorsPerThread;
   else
     return 2;
+}
+
+// Vectors per input and thread of the flat form (rowwise_flat_kernel): RowwisePair<Fn>::kVectorsPerThread where an
+// op's pair form sets it (an op bound by instruction issue), else one. Measured on the H200 (docs/BENCHMARKS.md,
+// session 13, "flat U1 dense"): one vector per thread, 128 consecutive vectors a block, ran silu_mul 24.18 ->
+// 23.73 us at FLUX.1 size against the row blocks of two, whose second block of a 3072-column row is half idle.
+template <typename Fn>
+constexpr int rowwise_flat_unroll() {
+  if constexpr (requires { RowwisePair<Fn>::kVectorsPerThread; })
+    return RowwisePair<Fn>::kVectorsPerThread;
+  else
+    return 1;
 }
 
 // Whether rowwise_kernel may load Fn's streamed inputs evict-first: unless RowwisePair<Fn>::kEvictFirstInputs is
@@ -107,6 +123,25 @@ template <typename T, int VEC, typename Fn, size_t... K>
 __device__ __forceinline__ T apply_rowwise(const Fn& fn, const Pack<T, VEC> (&v)[sizeof...(K)], int e,
                                            std::index_sequence<K...>) {
   return fn(v[K].get(e)...);
+}
+
+// Fn on one vector of every input: by the pair form where Fn has one, by element without one or where the
+// pair form falls back.
+template <typename T, int VEC, typename Fn, int kInputs>
+__device__ __forceinline__ Pack<T, VEC> rowwise_vector(const Fn& fn, const Pack<T, VEC> (&v)[kInputs]) {
+  Pack<T, VEC> result;
+  bool by_element = true;
+  if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
+    by_element = false;
+#pragma unroll
+    for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
+      result.w[w] = apply_rowwise_pair<Fn>(v, w, by_element, std::make_index_sequence<kInputs>{});
+  }
+  if (by_element) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v, e, std::make_index_sequence<kInputs>{}));
+  }
+  return result;
 }
 
 // The block-uniform index arithmetic of rowwise_kernel by multiply and shift (uint_divider.h), set at
@@ -174,20 +209,53 @@ __global__ void __launch_bounds__(kRowwiseThreads)
 #pragma unroll
   for (int u = 0; u < kRowwiseUnroll; ++u) {
     if (u >= vectors) break;
-    Pack<T, VEC> result;
-    // The element functor computes the vector without a pair form, or where the pair form falls back.
-    bool by_element = true;
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Fn>::kDefined) {
-      by_element = false;
+    rowwise_vector<T>(fn, v[u]).store_global(out + first + u * kStep);
+  }
+}
+
+// The flat form, for operands that rowwise_flat_layout places (contiguous activations beside a row shared by
+// every row, e.g. a batch's modulation values): block b takes kRowwiseThreads * U consecutive VEC-element vectors
+// of the output (U = rowwise_flat_unroll), thread t vectors b * kRowwiseThreads * U + u * kRowwiseThreads + t, and
+// every input is addressed by that position alone (FlatAccess): no row index is split and every block is full but
+// the grid's last. vectors = rows * cols / VEC < 2^31; evict_first as in rowwise_kernel, for the flat inputs.
+template <typename T, int VEC, typename Fn>
+__global__ void __launch_bounds__(kRowwiseThreads)
+    rowwise_flat_kernel(RowwiseParams p, Fn fn, RowwiseFlatLayout layout, UintDivider vectors_per_row,
+                        uint32_t vectors, bool evict_first) {
+  constexpr int kInputs = rowwise_arity<T, Fn>();
+  constexpr int U = rowwise_flat_unroll<Fn>();
+  const uint32_t first = blockIdx.x * (kRowwiseThreads * U) + threadIdx.x;
+  const bool streamed_first = sizeof(T) * VEC == 16 && rowwise_evict_first_inputs<Fn>() && evict_first;
+  const uint64_t policy = streamed_first ? l2_evict_first_policy() : 0;
+  bool columns = false;
 #pragma unroll
-      for (int w = 0; w < Pack<T, VEC>::kWords; ++w)
-        result.w[w] = apply_rowwise_pair<Fn>(v[u], w, by_element, std::make_index_sequence<kInputs>{});
-    }
-    if (by_element) {
+  for (int k = 0; k < kInputs; ++k) columns = columns || layout.in[k] == FlatAccess::column;
+  Pack<T, VEC> v[U][kInputs];
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) result.set(e, apply_rowwise(fn, v[u], e, std::make_index_sequence<kInputs>{}));
+  for (int u = 0; u < U; ++u) {
+    const uint32_t i = first + u * kRowwiseThreads;
+    if (i >= vectors) break;
+    const int64_t at = int64_t(i) * VEC;
+    const int64_t column = columns ? int64_t(vectors_per_row.mod(i, vectors_per_row.div(i))) * VEC : 0;
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      const T* in = static_cast<const T*>(p.in[k].data);
+      if (layout.in[k] == FlatAccess::value)
+        v[u][k].fill(in[0]);
+      else if (layout.in[k] == FlatAccess::column)
+        v[u][k].load(in + column);
+      else if (streamed_first)
+        v[u][k].load_evict_first(in + at, policy);
+      else
+        v[u][k].load(in + at);
     }
-    result.store_global(out + first + u * kStep);
+  }
+  T* out = static_cast<T*>(p.out.data);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const uint32_t i = first + u * kRowwiseThreads;
+    if (i >= vectors) break;
+    rowwise_vector<T>(fn, v[u]).store_global(out + int64_t(i) * VEC);
   }
 }
 
@@ -195,8 +263,20 @@ __global__ void __launch_bounds__(kRowwiseThreads)
 // (measured on the H200 at FLUX.1 size, the op followed by a reader of its output: 2.7-8.5% faster as a pair, and
 // the op itself faster), while above L2's size the same loads made the ops 2-7% slower (Wan 2.1 size;
 // docs/BENCHMARKS.md, session 13).
+// The flat form where rowwise_flat_layout places every operand, else the row blocks.
 template <typename T, int VEC, typename Fn>
 void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
+  const bool evict_first = p.geom.rows() * p.geom.cols * int64_t(sizeof(T)) <= l2_cache_bytes(p.device);
+  const RowwiseFlatLayout layout = rowwise_flat_layout(p);
+  const int64_t vectors = p.geom.rows() * (p.geom.cols / VEC);
+  if (layout.applies && vectors < (int64_t(1) << 31)) {
+    constexpr int64_t kBlockVectors = int64_t(kRowwiseThreads) * rowwise_flat_unroll<Fn>();
+    const auto blocks = uint32_t((vectors + kBlockVectors - 1) / kBlockVectors);
+    rowwise_flat_kernel<T, VEC, Fn><<<blocks, kRowwiseThreads, 0, stream>>>(
+        p, fn, layout, UintDivider(uint32_t(p.geom.cols / VEC)), uint32_t(vectors), evict_first);
+    DFUSE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   constexpr int64_t kBlockCols = int64_t(kRowwiseThreads) * VEC * rowwise_unroll<Fn>();
   const int64_t blocks_per_row = (p.geom.cols + kBlockCols - 1) / kBlockCols;
   // rows * blocks_per_row < 2^31: the rowwise guards bound rows * ceil(cols / 64) below 2^31.
@@ -204,7 +284,6 @@ void launch_rowwise_vec(const RowwiseParams& p, Fn fn, cudaStream_t stream) {
   // Every divisor and numerator is below 2^31 (rows and blocks are).
   const RowwiseGrid grid{UintDivider(uint32_t(blocks_per_row)), UintDivider(uint32_t(p.geom.outer[2])),
                          UintDivider(uint32_t(p.geom.outer[1]))};
-  const bool evict_first = p.geom.rows() * p.geom.cols * int64_t(sizeof(T)) <= l2_cache_bytes(p.device);
   rowwise_kernel<T, VEC, Fn><<<uint32_t(blocks), kRowwiseThreads, 0, stream>>>(p, fn, grid, evict_first);
   DFUSE_CUDA_CHECK_LAUNCH();
 }

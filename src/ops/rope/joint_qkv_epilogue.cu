@@ -1,21 +1,38 @@
-// The joint-QKV epilogue's CUDA kernel (ops/rope/joint_qkv_epilogue.h), the CUDA entry of
+// The joint-QKV epilogue's CUDA kernels (ops/rope/joint_qkv_epilogue.h), the CUDA entry of
 // qwen_qkv_epilogue and hunyuan_qkv_rope_pack.
 //
-// One launch over the six parts. A warp takes a unit of up to kRowsPerWarp consecutive rows (heads)
-// of one part; lane l holds elements 4l .. 4l + 3 of each row, the layout of
-// cuda/rms_norm_stats.cuh's warp_decomposed_inv_rms (Reduce.cuh's 32 lanes of float4 over a row of
-// 128). Every row of the unit is loaded before any is computed (several loads in flight per lane);
-// then per row: the inverse RMS, the normalized elements rounded to T, the pairs (4l, 4l + 1) and
-// (4l + 2, 4l + 3) rotated within the lane, one store. Rows of 4 elements per lane are 8-byte
-// (bf16/f16) or 16-byte (f32) accesses and the tables' float4s 16-byte ones when every row of every
-// operand is aligned to them, else element accesses.
+// One launch over the six parts, in one of two forms with the same results bit for bit:
+// - Head groups (the common case: every row of x, out and the tables 16-byte aligned, the tables broadcast
+//   over a token's heads, the weights 16-byte aligned, one rotation kind): half a warp per work item, a group
+//   of up to max_group_heads consecutive heads of one token (ops/rope/head_groups.h). Lane j holds elements
+//   8j .. 8j + 7 of a head in 16-byte accesses (two for f32), the layout of cuda/rms_norm_stats.cuh's
+//   half-warp statistics (the warp form's bits); the pairs (8j + 2p, 8j + 2p + 1) lie inside the lane. An
+//   item loads the lane's weights and table values once (those its part has), then takes the group's heads
+//   two at a time, both loaded before either is reduced: per head the inverse RMS, the normalized elements
+//   rounded to T, the pairs rotated from the rounded values, one store (v: the loaded bits stored). The
+//   parts' items form one range, each part's count rounded up to even, so that the two halves of a warp take
+//   items of one part and run its shuffles together (half_warp_row: a half given the padding item redoes its
+//   partner's and writes nothing); every half of a launch takes the same number of steps per item.
+// - General (any other alignment): a warp takes a unit of up to kRowsPerWarp consecutive rows (heads) of
+//   one part; lane l holds elements 4l .. 4l + 3 of each row, the layout of cuda/rms_norm_stats.cuh's
+//   warp_decomposed_inv_rms (Reduce.cuh's 32 lanes of float4 over a row of 128). Every row of the unit is
+//   loaded before any is computed (several loads in flight per lane); then per row: the inverse RMS, the
+//   normalized elements rounded to T, the pairs (4l, 4l + 1) and (4l + 2, 4l + 3) rotated within the lane,
+//   one store. Rows of 4 elements per lane are 8-byte (bf16/f16) or 16-byte (f32) accesses and the tables'
+//   float4s 16-byte ones when every row of every operand is aligned to them, else element accesses.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "common/dispatch.h"
 #include "common/rms_norm_arith.h"
+#include "common/uint_divider.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/rms_norm_stats.cuh"
+#include "cuda/rowwise.cuh"
+#include "cuda/vector_io.cuh"
+#include "ops/rope/head_groups.h"
 #include "ops/rope/joint_qkv_epilogue.h"
 #include "ops/rope/rope_launch.cuh"
 
@@ -133,27 +150,209 @@ bool vectorizable(const JointQkvParams& p) {
 }
 
 template <typename T, bool VEC>
-void launch(const JointQkvParams& p, const JointQkvUnits& u, cudaStream_t stream) {
-  const uint32_t total = u.start[p.parts];
-  launch_rope_kernel<joint_qkv_kernel<T, VEC>>(p.device, int64_t(total) * 32, 1, stream, p, u);
+void launch(const JointQkvParams& p, cudaStream_t stream) {
+  JointQkvUnits u;
+  for (int i = 0; i < p.parts; ++i)
+    u.start[i + 1] = u.start[i] + uint32_t((p.part[i].geom.rows() + kRowsPerWarp - 1) / kRowsPerWarp);
+  launch_rope_kernel<joint_qkv_kernel<T, VEC>>(p.device, int64_t(u.start[p.parts]) * 32, 1, stream, p, u);
+}
+
+// ---- the head-group form: half a warp per group of a token's heads, 16-byte accesses ---------------------------
+
+// Lane j's elements 8j .. 8j + 7 of one head, as whole 16-byte packs (one for 16-bit T, two for f32).
+template <typename T>
+struct LaneHead {
+  static constexpr int kVec = 16 / sizeof(T);
+  Pack<T, kVec> pack[kLaneElements / kVec];
+
+  __device__ __forceinline__ void load(const T* p) {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].load(p + h * kVec);
+  }
+  __device__ __forceinline__ void store(T* p) const {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].store_global(p + h * kVec);
+  }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].fill(T{});
+  }
+  __device__ __forceinline__ T get(int e) const { return pack[e / kVec].get(e % kVec); }
+  __device__ __forceinline__ void set(int e, T v) { pack[e / kVec].set(e % kVec, v); }
+};
+
+// The items of the head-group form. The guards give every part the first q's batch and head counts, so one cut
+// of the heads serves all six; item i of part k is group i % groups_per_token of token i / groups_per_token
+// (b * S + s, S = the part's outer dim 1).
+struct JointQkvGroups {
+  uint32_t start[kJointQkvParts + 1] = {};  // part k's items from start[k], their count rounded up to even
+  uint32_t items[kJointQkvParts] = {};      // part k's items: B * S * groups_per_token
+  UintDivider tokens[kJointQkvParts];       // part k's S
+  UintDivider groups_per_token;
+  uint32_t group_heads = 0, heads = 0;
+};
+
+// Pair (e, e + 1) of a lane's elements rotated by kRotation; x1, x2 the pair's values, c and s the lane's table
+// values (complex_mul: c alone, the (re, im) pairs).
+template <typename T, PairRotation kRotation>
+__device__ __forceinline__ RotatedPair<T> rotated_pair(float x1, float x2, const float (&c)[kLaneElements],
+                                                       const float (&s)[kLaneElements], int e) {
+  if constexpr (kRotation == PairRotation::complex_mul)
+    return qwen_complex_pair<T>(x1, x2, c[e], c[e + 1]);
+  else
+    return rope_interleaved_pair<T>(x1, x2, c[e], c[e + 1], s[e], s[e + 1]);
+}
+
+// Every rotated part of the launch rotates by kRotation. Register bound: 64 (four blocks per SM), as the D = 128
+// QK-norm + RoPE head-group kernel.
+template <typename T, PairRotation kRotation>
+__global__ void __launch_bounds__(kRopeThreads, 4)
+    joint_qkv_head_group_kernel(const __grid_constant__ JointQkvParams p, const __grid_constant__ JointQkvGroups g) {
+  static_assert(kRotation != PairRotation::none, "the kernel of a launch's rotation kind");
+  using S = Storage<T>;
+  constexpr int R = half_warp_rows_in_flight(1);  // heads loaded before any is reduced
+  const int first = kLaneElements * (threadIdx.x % 16);
+  const uint32_t items = g.start[p.parts];
+  int k = 0;  // the part of item warp_first, which only grows
+  // Both halves of a warp take items warp_first and warp_first + 1, of one part (its start and warp_first are
+  // even).
+  for (uint32_t warp_first = (blockIdx.x * kRopeThreads + threadIdx.x) / 32 * 2; warp_first < items;
+       warp_first += gridDim.x * (kRopeThreads / 16)) {
+    while (warp_first >= g.start[k + 1]) ++k;
+    const JointQkvPart& part = p.part[k];
+    bool item_writes;
+    const uint32_t item = half_warp_row(warp_first - g.start[k], 0, g.items[k], item_writes);
+    const uint32_t token = g.groups_per_token.div(item), batch = g.tokens[k].div(token);
+    const uint32_t h0 = g.groups_per_token.mod(item, token) * g.group_heads, size = min(g.heads - h0, g.group_heads);
+    const uint32_t idx[3] = {batch, g.tokens[k].mod(token, batch), h0};
+    const T* x = static_cast<const T*>(part.x.data) + part.x.offset(idx) + first;
+    T* out = static_cast<T*>(part.out.data) + part.out.offset(idx) + first;
+    const int64_t x_step = part.x.stride[2], out_step = part.out.stride[2];
+    const bool has_weight = part.weight != nullptr, rotates = part.rotation != PairRotation::none;
+    LaneHead<T> weight;  // held in T (fewer registers); zeros without a weight, which the norm then ignores
+    if (has_weight)
+      weight.load(static_cast<const T*>(part.weight) + first);
+    else
+      weight.zero();
+    float c[kLaneElements], s[kLaneElements];
+    if (rotates) {  // the token's table row, broadcast over its heads
+      load_as_floats(static_cast<const float*>(part.cos.data) + part.cos.offset(idx) + first, c);
+      if constexpr (kRotation == PairRotation::real_pairs)
+        load_as_floats(static_cast<const float*>(part.sin.data) + part.sin.offset(idx) + first, s);
+    }
+    // Every half takes ceil(group_heads / R) steps (the same shuffles); a slot past the group's last head holds
+    // zeros and writes nothing.
+    for (uint32_t h = 0; h < g.group_heads; h += R, x += R * x_step, out += R * out_step) {
+      LaneHead<T> v[R];
+      bool writes[R];
+#pragma unroll
+      for (int b = 0; b < R; ++b) {
+        const bool inside = h + b < size;  // head h0 + h + b of the group
+        writes[b] = item_writes && inside;
+        if (inside)
+          v[b].load(x + b * x_step);
+        else
+          v[b].zero();
+      }
+#pragma unroll
+      for (int b = 0; b < R; ++b) {
+        if (part.normalize) {  // v[b] becomes the normalized head rounded to T
+          float f[1][kLaneElements];
+#pragma unroll
+          for (int e = 0; e < kLaneElements; ++e) f[0][e] = S::load(v[b].get(e));
+          const float inv = half_warp_decomposed_inv_rms<1>(f, part.mean_factor, p.eps);
+#pragma unroll
+          for (int e = 0; e < kLaneElements; ++e)
+            v[b].set(e, S::store(decomposed_rms_norm_element<T>(f[0][e], inv, has_weight, S::load(weight.get(e)))));
+        }
+        if (rotates)
+#pragma unroll
+          for (int e = 0; e < kLaneElements; e += 2) {
+            const RotatedPair<T> r =
+                rotated_pair<T, kRotation>(S::load(v[b].get(e)), S::load(v[b].get(e + 1)), c, s, e);
+            v[b].set(e, r.even);
+            v[b].set(e + 1, r.odd);
+          }
+        if (writes[b]) v[b].store(out + b * out_step);
+      }
+    }
+  }
+}
+
+// The rotation kind of p's rotated parts (each op rotates by one): real_pairs if a part rotates by it, else
+// complex_mul.
+PairRotation rotation_kind(const JointQkvParams& p) {
+  for (int i = 0; i < p.parts; ++i)
+    if (p.part[i].rotation == PairRotation::real_pairs) return PairRotation::real_pairs;
+  return PairRotation::complex_mul;
+}
+
+// Whether the head-group form takes p with its kernel for `rotation`: every rotated part rotates by it, every row of
+// x and out and every table row starts on a 16-byte boundary, the tables broadcast over a token's heads (outer dim
+// 2: one table row per group), every weight 16-byte aligned.
+bool head_group_form_applies(const JointQkvParams& p, PairRotation rotation) {
+  const auto table_rows = [](const RowOperand& t) { return rows_aligned(t, DType::f32, 16) && t.stride[2] == 0; };
+  for (int i = 0; i < p.parts; ++i) {
+    const JointQkvPart& part = p.part[i];
+    if (!rows_aligned(part.x, p.dtype, 16) || !rows_aligned(part.out, p.dtype, 16)) return false;
+    if (part.normalize && reinterpret_cast<uintptr_t>(part.weight) % 16) return false;
+    if (part.rotation == PairRotation::none) continue;
+    if (part.rotation != rotation || !table_rows(part.cos)) return false;
+    if (rotation == PairRotation::real_pairs && !table_rows(part.sin)) return false;
+  }
+  return true;
+}
+
+// p has rows, so its head count (every part's) is at least 1.
+JointQkvGroups joint_qkv_groups(const JointQkvParams& p, int max_group) {
+  JointQkvGroups g;
+  const int64_t heads = p.part[0].geom.outer[2];
+  const HeadGroups cut = head_groups(heads, max_group);
+  g.heads = uint32_t(heads);
+  g.group_heads = cut.group_heads;
+  g.groups_per_token = UintDivider(cut.groups_per_token);
+  for (int i = 0; i < p.parts; ++i) {
+    const int64_t* outer = p.part[i].geom.outer;
+    g.items[i] = uint32_t(outer[0] * outer[1] * cut.groups_per_token);  // below 2^24: the outputs' extent guard
+    g.start[i + 1] = g.start[i] + g.items[i] + g.items[i] % 2;
+    g.tokens[i] = UintDivider(uint32_t(std::max<int64_t>(outer[1], 1)));
+  }
+  return g;
+}
+
+// Groups of max_group_heads (ops/rope/head_groups.h): at the ops' model shapes (24 heads; Qwen-Image 4096 + 512
+// tokens, HunyuanVideo 32760 + 256) groups of 8 give 4.91 and 35.2 items per resident half-warp of the H200 (8448
+// at four blocks per SM), 1.8% and 2.3% of their rounds' capacity idle.
+template <typename T, PairRotation kRotation>
+void launch_head_groups(const JointQkvParams& p, cudaStream_t stream) {
+  constexpr auto kKernel = joint_qkv_head_group_kernel<T, kRotation>;
+  const auto items_of = [&](int max_group) { return int64_t(joint_qkv_groups(p, max_group).start[p.parts]); };
+  const int64_t resident_half_warps = rope_resident_blocks<kKernel>(p.device) * (kRopeThreads / 16);
+  const JointQkvGroups g = joint_qkv_groups(p, max_group_heads(items_of, resident_half_warps));
+  const int64_t items = g.start[p.parts];  // one per half-warp
+  launch_rope_kernel<kKernel>(p.device, items * 16, 1, stream, p, g);
 }
 
 }  // namespace
 
 void joint_qkv_cuda(const JointQkvParams& p, Stream stream) {
-  JointQkvUnits u;
-  for (int i = 0; i < p.parts; ++i)
-    u.start[i + 1] = u.start[i] + uint32_t((p.part[i].geom.rows() + kRowsPerWarp - 1) / kRowsPerWarp);
-  if (u.start[p.parts] == 0) return;
+  int64_t rows = 0;
+  for (int i = 0; i < p.parts; ++i) rows += p.part[i].geom.rows();
+  if (rows == 0) return;
   const DeviceGuard guard(p.device);
   auto s = static_cast<cudaStream_t>(stream.handle);
-  const bool vec = vectorizable(p);
+  const PairRotation rotation = rotation_kind(p);
+  const bool grouped = head_group_form_applies(p, rotation), vec = vectorizable(p);
   dispatch_bf16_f16_f32(p.dtype, "joint qkv epilogue CUDA kernel", [&](auto tag) {
     using T = decltype(tag);
-    if (vec)
-      launch<T, true>(p, u, s);
+    if (grouped && rotation == PairRotation::real_pairs)
+      launch_head_groups<T, PairRotation::real_pairs>(p, s);
+    else if (grouped)
+      launch_head_groups<T, PairRotation::complex_mul>(p, s);
+    else if (vec)
+      launch<T, true>(p, s);
     else
-      launch<T, false>(p, u, s);
+      launch<T, false>(p, s);
   });
 }
 

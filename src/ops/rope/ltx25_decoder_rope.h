@@ -50,14 +50,16 @@ struct Ltx25DecoderRopeParams {
   int64_t x_strides[2][5] = {}, out_strides[2][5] = {};  // elements, dims 0..4 (the last dim is contiguous)
   Ltx25AxisTable axis[3];                 // frame, row, column
 
-  // The axis of pair j of a head and the pair's index within that axis.
-  DFUSE_HD int axis_of(int64_t j, int64_t& local) const {
+  // The axis of pair j of a head and the pair's index within that axis, in the caller's index type I (a
+  // head's pairs fit any).
+  template <typename I>
+  DFUSE_HD int axis_of(I j, I& local) const {
     for (int a = 0; a < 2; ++a) {
-      if (j < axis[a].pairs) {
+      if (j < I(axis[a].pairs)) {
         local = j;
         return a;
       }
-      j -= axis[a].pairs;
+      j -= I(axis[a].pairs);
     }
     local = j;
     return 2;

@@ -11,6 +11,7 @@
 //   R/2 away, whatever R.
 // The ops' CUDA entries (one launch each) are registered at the end of this file.
 #include <algorithm>
+#include <numeric>
 
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -18,6 +19,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
+#include "ops/rope/head_groups.h"
 #include "ops/rope/qknorm_rope_rows.h"
 #include "ops/rope/rope_launch.cuh"
 
@@ -103,13 +105,11 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
 // Lane j of a half-warp holds elements 8j .. 8j + 7 of each 128-element half k of a head, and the
 // statistics come from cuda/rms_norm_stats.cuh's half-warp functions (the warp form's bits). The launcher
 // moves the outer dim along which cos and sin broadcast (the heads of a token) to outer dim 2; a
-// half-warp's work item is a group of up to kGroupHeads consecutive heads along it, whose tables it loads
-// once, and whose heads it takes R at a time, all loaded before any is reduced. The weight is loaded once
-// per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses and the whole
+// half-warp's work item is a group of up to max_group_heads consecutive heads along it (ops/rope/head_groups.h),
+// whose tables it loads once, and whose heads it takes R at a time, all loaded before any is reduced. The
+// weight is loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses and the whole
 // head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in lane j ^ 8
 // (D = 128) or in the lane's other half (D = 256). Without such a dim a group is one head.
-constexpr int kGroupHeads = 8;
-
 struct HeadGroupLaunch {
   QkNormRopeLaunch rows;                            // outer dim 2: the heads that share a token's tables
   uint32_t group_heads[kQkNormRopeMaxParts] = {};   // heads per group (the last may have fewer)
@@ -250,9 +250,9 @@ void move_outer_dim_last(QkNormRopeRows& p, int a) {
 }
 
 // The launch of the head-group form: per part, the largest outer dim along which both tables broadcast
-// moved last and cut into equal groups of at most kGroupHeads heads; without one, groups of one head (each
+// moved last and cut into equal groups of at most max_group heads; without one, groups of one head (each
 // with its own tables).
-HeadGroupLaunch head_group_launch(const QkNormRopeLaunch& launch) {
+HeadGroupLaunch head_group_launch(const QkNormRopeLaunch& launch, int max_group) {
   HeadGroupLaunch g;
   g.rows = launch;
   for (int i = 0; i < launch.parts; ++i) {
@@ -263,11 +263,10 @@ HeadGroupLaunch head_group_launch(const QkNormRopeLaunch& launch) {
       if (p.cos.stride[a] == 0 && p.sin.stride[a] == 0 && outer[a] > 1 && (axis < 0 || outer[a] > outer[axis]))
         axis = a;
     if (axis >= 0) move_outer_dim_last(p, axis);
-    const int64_t heads = outer[2];
-    const int64_t groups = axis < 0 ? heads : (heads + kGroupHeads - 1) / kGroupHeads;
-    g.group_heads[i] = uint32_t((heads + groups - 1) / groups);
-    g.groups_per_token[i] = uint32_t((heads + g.group_heads[i] - 1) / g.group_heads[i]);
-    g.items[i] = uint32_t(outer[0] * outer[1] * g.groups_per_token[i]);
+    const HeadGroups cut = head_groups(outer[2], axis < 0 ? 1 : max_group);
+    g.group_heads[i] = cut.group_heads;
+    g.groups_per_token[i] = cut.groups_per_token;
+    g.items[i] = uint32_t(outer[0] * outer[1] * cut.groups_per_token);
   }
   return g;
 }
@@ -297,10 +296,15 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
   const auto parts = unsigned(launch.parts);
   if (vectorized_form_applies(launch)) {  // half a warp per group of heads
     const auto launch_groups = [&]<int K>() {
-      const HeadGroupLaunch groups = head_group_launch(launch);
+      constexpr auto kKernel = qknorm_rope_head_group_kernel<T, Table, M, P, K>;
+      const auto items_of = [&](int max_group) {
+        const HeadGroupLaunch g = head_group_launch(launch, max_group);
+        return std::accumulate(g.items, g.items + launch.parts, int64_t(0));
+      };
+      const int64_t resident_half_warps = rope_resident_blocks<kKernel>(device) * (kRopeThreads / 16);
+      const HeadGroupLaunch groups = head_group_launch(launch, max_group_heads(items_of, resident_half_warps));
       const uint32_t items = *std::max_element(groups.items, groups.items + launch.parts);
-      launch_rope_kernel<qknorm_rope_head_group_kernel<T, Table, M, P, K>>(device, int64_t(items) * 16, parts, stream,
-                                                                          groups);
+      launch_rope_kernel<kKernel>(device, int64_t(items) * 16, parts, stream, groups);
     };
     if (d128)
       launch_groups.template operator()<1>();
