@@ -1,24 +1,28 @@
 #include "common/table_split.h"
 
+#include <algorithm>
 #include <string>
 
 namespace dfuse::detail {
 
 namespace {
-bool aligned(const void* base, int64_t stride_elems, int64_t elem_size) {
-  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && (stride_elems * elem_size) % 16 == 0;
+// Whether base and base + stride_elems elements are aligned to vector_bytes (a power of two) or 16,
+// whichever is less.
+bool aligned(const void* base, int64_t stride_elems, int64_t elem_size, int64_t vector_bytes) {
+  const int64_t alignment = std::min<int64_t>(vector_bytes, 16);
+  return reinterpret_cast<uintptr_t>(base) % alignment == 0 && (stride_elems * elem_size) % alignment == 0;
 }
 }  // namespace
 
 bool table_split_vectorizable(const TableSplitParams& p, int64_t vec, int out_size) {
   if (p.cols % vec) return false;
   const auto ts = int64_t(dtype_size(p.table_dtype)), vs = int64_t(dtype_size(p.values_dtype));
-  if (!aligned(p.table, p.table_part_stride, ts)) return false;
-  if (!aligned(p.values, p.values_part_stride, vs) || !aligned(p.values, p.values_stride[0], vs) ||
-      !aligned(p.values, p.values_stride[1], vs))
+  if (!aligned(p.table, p.table_part_stride, ts, vec * ts)) return false;
+  if (!aligned(p.values, p.values_part_stride, vs, vec * vs) || !aligned(p.values, p.values_stride[0], vs, vec * vs) ||
+      !aligned(p.values, p.values_stride[1], vs, vec * vs))
     return false;
   for (int k = 0; k < p.parts; ++k)
-    if (!aligned(p.out[k], p.cols, out_size)) return false;
+    if (!aligned(p.out[k], p.cols, out_size, vec * out_size)) return false;
   return true;
 }
 
@@ -30,8 +34,16 @@ void check_table_split_outputs(GuardList& g, std::span<const TensorView> out, in
     return;
   }
   std::string shape = "[";
-  for (size_t d = 0; d < sizes.size(); ++d) shape += (d ? ", " : "") + std::to_string(sizes[d]);
+  int64_t elements = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    shape += (d ? ", " : "") + std::to_string(sizes[d]);
+    elements *= sizes[d];
+  }
   shape += "]";
+  if (elements >= (int64_t(1) << 31)) {
+    g.fail("extent", "outputs of shape " + shape + " have 2^31 or more elements each");
+    return;
+  }
   for (int k = 0; k < parts && g.ok(); ++k) {
     const TensorView& o = out[k];
     const std::string name = "out[" + std::to_string(k) + "]";

@@ -37,12 +37,14 @@ struct TableSplitParams {
   DFUSE_HD int64_t rows() const { return outer[0] * outer[1]; }
 };
 
-// True when 16-byte vectors of `vec` elements are possible for every operand: `cols` a multiple
-// of `vec`, and every row start of table, values and outputs 16-byte aligned.
+// True when vectors of `vec` elements are possible for every operand: `cols` a multiple of `vec`,
+// and every row start of table, values and outputs aligned to its vector's size or to 16 bytes,
+// whichever is less.
 bool table_split_vectorizable(const TableSplitParams& p, int64_t vec, int out_size);
 
 // The outputs: exactly `parts` views, each of dtype `dtype`, on `device`, dense (contiguous) with
-// sizes `sizes`, overlapping neither each other nor `table` / `values`.
+// sizes `sizes` and fewer than 2^31 elements (the CUDA kernel's 32-bit indices), overlapping
+// neither each other nor `table` / `values`.
 void check_table_split_outputs(GuardList& g, std::span<const TensorView> out, int parts, DType dtype,
                                const std::vector<int64_t>& sizes, const TensorView& table, const TensorView& values,
                                const char* values_name);

@@ -75,29 +75,30 @@ __device__ __forceinline__ void copy_elements(const E* src, E* dst) {
 }
 
 constexpr int kRowwiseThreads = 128;  // threads per block
-// Vectors per input and thread of the row blocks, all loaded before any is used:
-// RowwisePair<Fn>::kVectorsPerThread where an op's pair form sets it, else two. Measured on the H200
-// (docs/BENCHMARKS.md, session 9): two rather than four made modulate 371.2 -> 367.6 us at Wan 2.1 and left
-// silu_mul level; bias_silu ran 412.2 us with four, 423.5 with two. Four-input functors with four took 93
-// registers (bias_glu, five blocks per SM).
-template <typename Fn>
-constexpr int rowwise_unroll() {
+// Vectors per input and thread, all loaded before any is used: RowwisePair<Fn>::kVectorsPerThread where an op's
+// pair form sets it (an op bound by instruction issue), else kDefault.
+template <typename Fn, int kDefault>
+constexpr int rowwise_vectors_per_thread() {
   if constexpr (requires { RowwisePair<Fn>::kVectorsPerThread; })
     return RowwisePair<Fn>::kVectorsPerThread;
   else
-    return 2;
+    return kDefault;
 }
 
-// Vectors per input and thread of the flat form (rowwise_flat_kernel): RowwisePair<Fn>::kVectorsPerThread where an
-// op's pair form sets it (an op bound by instruction issue), else one. Measured on the H200 (docs/BENCHMARKS.md,
-// session 13, "flat U1 dense"): one vector per thread, 128 consecutive vectors a block, ran silu_mul 24.18 ->
-// 23.73 us at FLUX.1 size against the row blocks of two, whose second block of a 3072-column row is half idle.
+// The row blocks' (rowwise_kernel): two by default. Measured on the H200 (docs/BENCHMARKS.md, session 9): two
+// rather than four made modulate 371.2 -> 367.6 us at Wan 2.1 and left silu_mul level; bias_silu ran 412.2 us with
+// four, 423.5 with two. Four-input functors with four took 93 registers (bias_glu, five blocks per SM).
+template <typename Fn>
+constexpr int rowwise_unroll() {
+  return rowwise_vectors_per_thread<Fn, 2>();
+}
+
+// The flat form's (rowwise_flat_kernel): one by default. Measured on the H200 (docs/BENCHMARKS.md, session 13,
+// "flat U1 dense"): one vector per thread, 128 consecutive vectors a block, ran silu_mul 24.18 -> 23.73 us at
+// FLUX.1 size against the row blocks of two, whose second block of a 3072-column row is half idle.
 template <typename Fn>
 constexpr int rowwise_flat_unroll() {
-  if constexpr (requires { RowwisePair<Fn>::kVectorsPerThread; })
-    return RowwisePair<Fn>::kVectorsPerThread;
-  else
-    return 1;
+  return rowwise_vectors_per_thread<Fn, 1>();
 }
 
 // Whether rowwise_kernel may load Fn's streamed inputs evict-first: unless RowwisePair<Fn>::kEvictFirstInputs is

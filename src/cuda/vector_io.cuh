@@ -159,6 +159,24 @@ struct Pack {
 #pragma unroll
     for (int e = 0; e < VEC; ++e) set(e, v);
   }
+  // The pack's elements from p: one 16-byte access where they fill it (p 16-byte aligned), else one access per
+  // element (any alignment); store_elements the same to global memory.
+  __device__ __forceinline__ void load_elements(const T* p) {
+    if constexpr (sizeof(T) * VEC == 16) {
+      load(p);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) set(e, p[e]);
+    }
+  }
+  __device__ __forceinline__ void store_elements(T* p) const {
+    if constexpr (sizeof(T) * VEC == 16) {
+      store_global(p);
+    } else {
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) p[e] = get(e);
+    }
+  }
 };
 
 }  // namespace dfuse::detail

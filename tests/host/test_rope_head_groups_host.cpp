@@ -21,6 +21,7 @@ TEST(RopeHeadGroups, EqualGroupsOfAtMostTheMaximum) {
   EXPECT_EQ(cut(9, 8), std::make_pair(5u, 2u));   // 5 + 4, not 8 + 1
   EXPECT_EQ(cut(3, 8), std::make_pair(3u, 1u));
   EXPECT_EQ(cut(1, 4), std::make_pair(1u, 1u));
+  EXPECT_EQ(cut(0, 8).second, 0u);  // no heads, no groups
 }
 
 TEST(RopeHeadGroups, IdleRoundShare) {

@@ -47,7 +47,8 @@ void residual_gate_add(const TensorView& residual, const TensorView& gate, const
 //   table: fp32 [6, D], [1, 6, D] or [1, 1, 6, D], last dim contiguous
 //   temb:  [B, 6, D] (Wan 2.1, Wan 2.2 A14B) or [B, S, 6, D] (Wan 2.2 TI2V, per token); bf16,
 //          f16 or f32; last dim contiguous, any outer strides
-//   out:   six fp32 tensors, each contiguous, of the chunk's shape: [B, 1, D] or [B, S, 1, D]
+//   out:   six fp32 tensors, each contiguous, of the chunk's shape: [B, 1, D] or [B, S, 1, D], each fewer
+//          than 2^31 elements
 bool can_use_temb_table_slices(const TensorView& table, const TensorView& temb, std::span<const TensorView> out,
                                std::string* why = nullptr);
 void temb_table_slices(const TensorView& table, const TensorView& temb, std::span<const TensorView> out,
@@ -57,7 +58,7 @@ void temb_table_slices(const TensorView& table, const TensorView& temb, std::spa
 // T, n, D)).unbind(2)` as n dense tensors, bit-exact: out[k] = T(float(T(table[k])) + float(v)).
 //   table:    [n, D], n = 1..9 (9 with cross-attention adaLN); bf16, f16 or f32; last dim contiguous
 //   timestep: [B, T, n * D]; bf16, f16 or f32; last dim contiguous, any outer strides
-//   out:      n tensors [B, T, D] of timestep's dtype, each contiguous
+//   out:      n tensors [B, T, D] of timestep's dtype, each contiguous, each fewer than 2^31 elements
 bool can_use_ltx2_ada_values(const TensorView& table, const TensorView& timestep, std::span<const TensorView> out,
                              std::string* why = nullptr);
 void ltx2_ada_values(const TensorView& table, const TensorView& timestep, std::span<const TensorView> out,

@@ -1,8 +1,9 @@
-// diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm: the CUDA kernel, in two forms with the same bits.
-// - Vectorized (F.rms_norm or the decomposed chain, every row and weight 16-byte aligned; the common case):
-//   half a warp per row (half_warp_rows_in_flight of them loaded at once), lane j holding elements
-//   128k + 8j .. + 7, the statistics from cuda/rms_norm_stats.cuh's half-warp functions, 16-byte accesses,
-//   the weight loaded once per thread; blockIdx.y picks q or k.
+// diffusion.qk_rmsnorm_native / diffusion.qk_rmsnorm / diffusion.qk_rmsnorm_storage_dtype: the CUDA kernel, in
+// two forms with the same bits.
+// - Vectorized (every row and weight 16-byte aligned; the common case): half a warp per row
+//   (half_warp_rows_in_flight of them loaded at once), lane j holding elements 128k + 8j .. + 7, the
+//   statistics from cuda/rms_norm_stats.cuh's half-warp functions (the storage-dtype chain's, rows of 128,
+//   below), 16-byte accesses, the weight loaded once per thread; blockIdx.y picks q or k.
 // - General: a warp per row of q, then of k, in one grid: lane l reads chunks l, l + 32, ... (4 elements
 //   each) of the row, the row's statistic comes from the warp functions, and the lane writes its
 //   elements back.
@@ -105,6 +106,40 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_kernel(QkRmsNormPara
   }
 }
 
+// warp_storage_rms_norm_rstd<T> on a row of 128 held as the half-warp layout (lane j: elements 8j .. 8j + 7).
+// For 16-bit T lane j's elements are Reduce.cuh's lane j's one vector: its eight squares (rounded to T) summed
+// in order, then shuffle-down 8 .. 1 over the 16 sums, the warp form's tree on the same values; for f32 lane j
+// holds the warp form's chunks 2j and 2j + 1, whose sums half_warp_chunk_sum folds in the warp form's order.
+template <typename T>
+__device__ float half_warp_storage_rms_norm_rstd(const float (&x)[1][kLaneElements], float factor, float eps) {
+  float s;
+  if constexpr (sizeof(T) == 2) {
+    s = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kLaneElements; ++e) s = add_rn(s, storage_square<T>(x[0][e]));
+#pragma unroll
+    for (int off = 8; off >= 1; off /= 2) s = add_rn(s, __shfl_down_sync(0xffffffffu, s, off, 16));
+    s = __shfl_sync(0xffffffffu, s, 0, 16);
+  } else {
+    float c[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[b] = add_rn(c[b], storage_square<T>(x[0][4 * b + i]));
+    s = half_warp_chunk_sum(c[0], c[1]);
+  }
+  return storage_rms_norm_rstd<T>(s, factor, eps);
+}
+
+// The row's statistic for n's chain; the storage-dtype chain only for rows of 128 (K = 1, the guards).
+template <typename T, int K>
+__device__ float half_warp_qk_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
+  if constexpr (K == 1) {
+    if (n.chain == RmsNormChain::storage_dtype) return half_warp_storage_rms_norm_rstd<T>(x, n.mean_factor, n.eps);
+  }
+  return half_warp_rms_norm_inv<K>(n, x);
+}
+
 template <typename T, int K>
 __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
   constexpr int kVec = 16 / sizeof(T);
@@ -129,7 +164,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
     float inv[R];
 #pragma unroll
     for (int b = 0; b < R; ++b)
-      inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
+      inv[b] = half_warp_qk_rms_norm_inv<T, K>(n, v[b]);
     with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
       for (int b = 0; b < R; ++b) {
@@ -152,10 +187,9 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
   }
 }
 
-// Whether the vectorized form applies: a chain it reproduces, every row and weight 16-byte aligned.
+// Whether the vectorized form applies: every row and weight 16-byte aligned.
 bool vectorized_form_applies(const QkRmsNormParams& p) {
   for (const RmsNormRowsParams* n : {&p.q, &p.k}) {
-    if (n->chain == RmsNormChain::storage_dtype) return false;
     if (!rows_aligned(n->rows.in[0], n->rows.dtype, 16) || !rows_aligned(n->rows.out, n->rows.dtype, 16)) return false;
     if (n->weight && reinterpret_cast<uintptr_t>(n->weight) % 16) return false;
   }

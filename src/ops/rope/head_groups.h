@@ -12,8 +12,9 @@ struct HeadGroups {
   uint32_t groups_per_token = 0;
 };
 
-// The groups of `heads` >= 1 heads: ceil(heads / max_group) groups of equal size, rounded up.
+// The groups of `heads` heads: ceil(heads / max_group) groups of equal size, rounded up (none of no heads).
 inline HeadGroups head_groups(int64_t heads, int64_t max_group) {
+  if (heads < 1) return {1, 0};
   const int64_t groups = (heads + max_group - 1) / max_group;
   const int64_t group_heads = (heads + groups - 1) / groups;
   return {uint32_t(group_heads), uint32_t((heads + group_heads - 1) / group_heads)};

@@ -1,12 +1,14 @@
 // diffusion.interleaved_rope_fp64: the CUDA kernel. Contract and arithmetic:
 // ops/rope/interleaved_rope_fp64.h.
 //
-// One thread per (head, VEC columns) item, doing the same columns of q and of k so that the
-// fp64 table values are loaded once for both (and, heads of a token being consecutive items,
-// served from L1/L2 to the token's other heads). VEC = 16 bytes of q when every q/k/out row is
-// 16-byte aligned, D is a multiple of VEC and the table rows are 16-byte aligned (the table
-// pairs (cos[2p], cos[2p+1]) are then one 16-byte load each); else VEC = 2 (one pair, element
-// loads).
+// One pass over q and k: a work item is VEC columns (VEC / 2 whole pairs) of up to kGroupRows heads of a token
+// (rows along an outer dim over which the tables broadcast, rope_row_groups.cuh; one head where they broadcast
+// over none), in q and in k. The unit index runs fastest from item to item, then the group of heads, then the
+// token. The item reads its pairs' fp64 cos/sin once for up to 2 * kGroupRows vectors (consecutive items of one
+// token keep its table row in L1/L2), and loads all its vectors before it stores any: they are in flight
+// together, and in place is safe. VEC = 16 bytes of q when every q/k/out row is 16-byte aligned and D is a
+// multiple of VEC, else 2 (one pair, element accesses). Where the table rows are 16-byte aligned, the table
+// pairs (cos[2p], cos[2p+1]) are one 16-byte load each; else element loads.
 #include "common/dispatch.h"
 #include "common/entries.h"
 #include "cuda/check.h"
@@ -14,31 +16,29 @@
 #include "cuda/vector_io.cuh"
 #include "ops/rope/interleaved_rope_fp64.h"
 #include "ops/rope/rope_launch.cuh"
+#include "ops/rope/rope_row_groups.cuh"
 
 namespace dfuse::detail {
 namespace {
 
-template <typename T, int VEC>
-__device__ __forceinline__ void rotate(const T* x, T* out, const double (&c)[VEC / 2], const double (&s)[VEC / 2]) {
-  T v[VEC];
-  load_elems<T, VEC>(x, v);
-#pragma unroll
-  for (int j = 0; j < VEC / 2; ++j) {
-    const auto r = interleaved_rope_fp64_pair<T>(double(Storage<T>::load(v[2 * j])),
-                                                 double(Storage<T>::load(v[2 * j + 1])), c[j], s[j]);
-    v[2 * j] = r.even;
-    v[2 * j + 1] = r.odd;
-  }
-  store_elems<T, VEC>(out, v);
-}
-
 template <typename T, int VEC, bool kTablePairs>
 __global__ void __launch_bounds__(kRopeThreads)
-    interleaved_rope_fp64_kernel(InterleavedRopeFp64Params p, uint32_t items_per_row, uint32_t items) {
-  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < items; item += gridDim.x * kRopeThreads) {
-    const uint32_t row = item / items_per_row, col = (item - row * items_per_row) * VEC;
+    interleaved_rope_fp64_kernel(InterleavedRopeFp64Params p, RowGroupItems items) {
+  const RowOperand* in[2] = {&p.q, &p.k};
+  const RowOperand* out[2] = {&p.q_out, &p.k_out};
+  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < items.total;
+       item += gridDim.x * kRopeThreads) {
     uint32_t idx[3];
-    p.geom.split(row, idx);
+    int heads;
+    const uint32_t col = items.split(item, idx, heads) * VEC;
+    Pack<T, VEC> v[2][kGroupRows];  // q's heads, k's heads
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const T* x = static_cast<const T*>(in[i]->data) + in[i]->offset(idx) + col;
+#pragma unroll
+      for (int h = 0; h < kGroupRows; ++h)
+        if (h < heads) v[i][h].load_elements(x + h * in[i]->stride[2]);
+    }
     const double* cos = static_cast<const double*>(p.cos.data) + p.cos.offset(idx) + col;
     const double* sin = static_cast<const double*>(p.sin.data) + p.sin.offset(idx) + col;
     double c[VEC / 2], s[VEC / 2];
@@ -52,20 +52,31 @@ __global__ void __launch_bounds__(kRopeThreads)
         s[j] = sin[2 * j + 1];
       }
     }
-    rotate<T, VEC>(static_cast<const T*>(p.q.data) + p.q.offset(idx) + col,
-                   static_cast<T*>(p.q_out.data) + p.q_out.offset(idx) + col, c, s);
-    rotate<T, VEC>(static_cast<const T*>(p.k.data) + p.k.offset(idx) + col,
-                   static_cast<T*>(p.k_out.data) + p.k_out.offset(idx) + col, c, s);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      T* y = static_cast<T*>(out[i]->data) + out[i]->offset(idx) + col;
+#pragma unroll
+      for (int h = 0; h < kGroupRows; ++h) {
+        if (h >= heads) break;
+#pragma unroll
+        for (int j = 0; j < VEC / 2; ++j) {
+          const auto r = interleaved_rope_fp64_pair<T>(double(Storage<T>::load(v[i][h].get(2 * j))),
+                                                       double(Storage<T>::load(v[i][h].get(2 * j + 1))), c[j], s[j]);
+          v[i][h].set(2 * j, r.even);
+          v[i][h].set(2 * j + 1, r.odd);
+        }
+        v[i][h].store_elements(y + h * out[i]->stride[2]);
+      }
+    }
   }
 }
 
 template <typename T, int VEC, bool kTablePairs>
-void launch(const InterleavedRopeFp64Params& p, cudaStream_t stream) {
-  const int64_t items_per_row = p.geom.cols / VEC;
-  const int64_t items = p.geom.rows() * items_per_row;  // < 2^31: the guards bound q's elements
-  if (items == 0) return;
-  launch_rope_kernel<interleaved_rope_fp64_kernel<T, VEC, kTablePairs>>(p.device, items, 1, stream,
-      p, uint32_t(items_per_row), uint32_t(items));
+void launch(InterleavedRopeFp64Params p, cudaStream_t stream) {
+  // rows * D / VEC < 2^31: the guards bound q's elements
+  const RowGroupItems items =
+      group_rows_by_tables(p.geom, {&p.cos, &p.sin}, {&p.q, &p.k, &p.q_out, &p.k_out}, p.geom.cols / VEC);
+  launch_rope_kernel<interleaved_rope_fp64_kernel<T, VEC, kTablePairs>>(p.device, items.total, 1, stream, p, items);
 }
 
 void cuda_entry(const InterleavedRopeFp64Params& p, Stream stream) {

@@ -94,27 +94,6 @@ __device__ __forceinline__ void pair_angles(const Ltx25DecoderRopeParams& p, uin
   }
 }
 
-// VEC consecutive elements of a head: one 16-byte access where they fill it (16-byte aligned), else one
-// access per element (any alignment).
-template <typename T, int VEC>
-__device__ __forceinline__ void load_head_vector(const T* x, Pack<T, VEC>& v) {
-  if constexpr (sizeof(T) * VEC == 16) {
-    v.load(x);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) v.set(e, x[e]);
-  }
-}
-template <typename T, int VEC>
-__device__ __forceinline__ void store_head_vector(T* out, const Pack<T, VEC>& v) {
-  if constexpr (sizeof(T) * VEC == 16) {
-    v.store_global(out);
-  } else {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) out[e] = v.get(e);
-  }
-}
-
 // The element offset of head idx[4] of token idx[0..3] in a tensor of `strides` (elements, dims 0..4).
 __device__ __forceinline__ int64_t head_offset(const int64_t (&strides)[5], const uint32_t (&idx)[5]) {
   int64_t off = 0;
@@ -138,7 +117,7 @@ __global__ void __launch_bounds__(kRopeThreads)
       int64_t at = head_offset(p.x_strides[i], idx);
 #pragma unroll
       for (int k = 0; k < kHeadsPerItem; ++k, at += p.x_strides[i][4])
-        if (k < item_heads) load_head_vector(x + at, v[i][k]);
+        if (k < item_heads) v[i][k].load_elements(x + at);
     }
     const uint32_t pos[3] = {idx[1], idx[2], idx[3]};
     float cos[VEC / 2], sin[VEC / 2];
@@ -157,7 +136,7 @@ __global__ void __launch_bounds__(kRopeThreads)
           v[i][k].set(2 * e, r.even);
           v[i][k].set(2 * e + 1, r.odd);
         }
-        store_head_vector(out + at, v[i][k]);
+        v[i][k].store_elements(out + at);
       }
     }
   }

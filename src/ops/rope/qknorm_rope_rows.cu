@@ -107,9 +107,9 @@ __global__ void __launch_bounds__(kRopeThreads) qknorm_rope_kernel(QkNormRopeLau
 // moves the outer dim along which cos and sin broadcast (the heads of a token) to outer dim 2; a
 // half-warp's work item is a group of up to max_group_heads consecutive heads along it (ops/rope/head_groups.h),
 // whose tables it loads once, and whose heads it takes R at a time, all loaded before any is reduced. The
-// weight is loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte accesses and the whole
-// head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away is in lane j ^ 8
-// (D = 128) or in the lane's other half (D = 256). Without such a dim a group is one head.
+// weight is loaded once per thread; every access is 16 bytes. Taken when every row operand allows 16-byte
+// accesses and the whole head is rotated (interleaved pairs, or rotate-half with R = D): the partner R/2 away
+// is in lane j ^ 8 (D = 128) or in the lane's other half (D = 256). Without such a dim a group is one head.
 struct HeadGroupLaunch {
   QkNormRopeLaunch rows;                            // outer dim 2: the heads that share a token's tables
   uint32_t group_heads[kQkNormRopeMaxParts] = {};   // heads per group (the last may have fewer)
