@@ -161,6 +161,17 @@ TEST_F(TembGuards, Refusals) {
   EXPECT_EQ(guard(table, temb, bad), "device");
 }
 
+// Outputs of 2^31 elements each: beyond the CUDA kernel's 32-bit indices (shapes only; no element is read).
+TEST_F(TembGuards, RefusesOutputsOf2To31Elements) {
+  constexpr int64_t S = int64_t(1) << 21, W = 1024;
+  const TensorView wide_table(table_data.data(), DType::f32, {1, 6, W});
+  const TensorView long_temb(temb_data.data(), DType::bf16, {1, S, 6, W});
+  std::vector<TensorView> long_out;
+  for (int k = 0; k < 6; ++k)
+    long_out.emplace_back(out_data.data(), DType::f32, std::initializer_list<int64_t>{1, S, 1, W});
+  EXPECT_EQ(guard(wide_table, long_temb, long_out), "extent");
+}
+
 struct Ltx2Guards : ::testing::Test {
   static constexpr int64_t B = 2, T = 3, n = 9, D = 8;
   std::vector<float> table_data = std::vector<float>(n * D, 0.5f);
