@@ -50,8 +50,12 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python" / "tests"))
 
 import dfuse.torch as dt  # noqa: E402
+import rope_chains  # noqa: E402  the model chains the torch op tests check against
+from rope_chains import (  # noqa: E402
+    apply_interleaved_rotary_emb, apply_rotary_emb_transposed, decoder_chain, decoder_tables, split_rotary)
 
 SHAPES = {"FLUX.1": (1, 4608, 3072), "Wan2.1-14B": (1, 75600, 5120)}
 DTYPE = torch.bfloat16
@@ -156,14 +160,7 @@ def torch_rms_norm(x, weight):
 
 def diffusers_rms_norm(x, weight):
     """diffusers.models.normalization.RMSNorm.forward (not on NPU)."""
-    input_dtype = x.dtype
-    variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
-    x = x * torch.rsqrt(variance + EPS)
-    if weight is not None:
-        if weight.dtype in [torch.float16, torch.bfloat16]:
-            x = x.to(weight.dtype)
-        return x * weight
-    return x.to(input_dtype)
+    return rope_chains.diffusers_rms_norm(x, weight, EPS)
 
 
 def zimage_rms_norm(x, weight):
@@ -534,32 +531,11 @@ def flux2_strided_inputs(shape):
     return (query, key, rand((HEAD_DIM,), 1.0), rand((HEAD_DIM,), 1.0), *pair_tables(s))
 
 
-def split_rotary(x, cos, sin):
-    """transformer_ltx2.apply_split_rotary_emb for x [B, S, H*D] and cos/sin [B, H, S, D/2]."""
-    x_dtype = x.dtype
-    b, h, t, _ = cos.shape
-    x = x.reshape(b, t, h, -1).swapaxes(1, 2)
-    last = x.shape[-1]
-    r = last // 2
-    split_x = x.reshape(*x.shape[:-1], 2, r).float()
-    first_x = split_x[..., :1, :]
-    second_x = split_x[..., 1:, :]
-    cos_u = cos.unsqueeze(-2)
-    sin_u = sin.unsqueeze(-2)
-    out = split_x * cos_u
-    first_out = out[..., :1, :]
-    second_out = out[..., 1:, :]
-    first_out.addcmul_(-sin_u, second_x)
-    second_out.addcmul_(sin_u, first_x)
-    out = out.reshape(*out.shape[:-2], last)
-    out = out.swapaxes(1, 2).reshape(b, t, -1)
-    return out.to(dtype=x_dtype)
-
-
 def ltx2_split_rope_chain(q, k, q_weight, k_weight, cos, sin):
     """LTX2AudioVideoAttnProcessor (rope_type="split", self-attention): norm_q / norm_k (torch.nn.RMSNorm over
     heads * head_dim), then apply_split_rotary_emb with q's tables on both."""
-    return split_rotary(torch_rms_norm(q, q_weight), cos, sin), split_rotary(torch_rms_norm(k, k_weight), cos, sin)
+    return (split_rotary(torch_rms_norm(q, q_weight), (cos, sin)),
+            split_rotary(torch_rms_norm(k, k_weight), (cos, sin)))
 
 
 def ltx2_split_rope_inputs(shape):
@@ -572,68 +548,14 @@ def ltx2_split_rope_inputs(shape):
     return rand((b, s, c), 3.0), rand((b, s, c), 3.0), rand((c,), 0.5) + 1.0, rand((c,), 0.5) + 1.0, cos, sin
 
 
-def decoder_dim_split(head_dim):
-    """LTX2VideoVaeRotaryPosEmbed3D.__init__'s rope_dim_split."""
-    dim_t = (head_dim // 4) // 2 * 2
-    dim_hw = (head_dim - dim_t) // 2
-    if dim_hw % 2 != 0:
-        dim_t -= 2
-        dim_hw = (head_dim - dim_t) // 2
-    return dim_t, dim_hw, dim_hw
-
-
-def decoder_tables(t, h, w, head_dim, base=10000.0):
-    """The per-axis cos/sin [N_a, d_a / 2] the module computes on every call, computed once: angles = positions x
-    inv_freqs."""
-    tables = []
-    for n, dim in zip((t, h, w), decoder_dim_split(head_dim)):
-        exponents = torch.arange(0, dim, 2, dtype=torch.float64, device="cuda") / dim
-        inv_freqs = (1.0 / base**exponents).to(torch.float32)
-        angles = torch.arange(n, dtype=torch.float32, device="cuda")[:, None] * inv_freqs[None, :]
-        tables += [angles.cos(), angles.sin()]
-    return tables
-
-
-def rotate_axis(x, cos, sin, axis):
-    """LTX2VideoVaeRotaryPosEmbed3D._rotate_axis with its cos/sin given (broadcast along `axis`)."""
-    out_dtype = x.dtype
-    pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
-    even = pairs[..., 0].float()
-    odd = pairs[..., 1].float()
-    shape = [1, 1, 1, 1, 1, cos.shape[1]]
-    shape[axis] = cos.shape[0]
-    cos, sin = cos.reshape(shape), sin.reshape(shape)
-    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
-    return rotated.reshape(x.shape).to(out_dtype)
-
-
-def decoder_rope(x, tables):
-    """LTX2VideoVaeRotaryPosEmbed3D.forward: rotate the (T, H, W) channel chunks, concatenate."""
-    dim_t, dim_h, _ = decoder_dim_split(x.shape[-1])
-    rotated_t = rotate_axis(x[..., :dim_t], tables[0], tables[1], axis=1)
-    rotated_h = rotate_axis(x[..., dim_t : dim_t + dim_h], tables[2], tables[3], axis=2)
-    rotated_w = rotate_axis(x[..., dim_t + dim_h :], tables[4], tables[5], axis=3)
-    return torch.cat([rotated_t, rotated_h, rotated_w], dim=-1)
-
-
 def ltx25_decoder_chain(q, k, *tables):
-    return decoder_rope(q, tables), decoder_rope(k, tables)
+    return decoder_chain(q, tables), decoder_chain(k, tables)
 
 
 def ltx25_decoder_inputs(shape):
     """q, k [B, T, H, W, heads, D] and the six per-axis tables (cos_t, sin_t, cos_h, sin_h, cos_w, sin_w)."""
     _, t, h, w, _, d = shape
     return (rand(shape, 3.0), rand(shape, 3.0), *decoder_tables(t, h, w, d))
-
-
-def apply_rotary_emb_transposed(hidden_states, freqs_cis):
-    """transformer_helios.apply_rotary_emb_transposed, as the processor applies it to query and key."""
-    x_1, x_2 = hidden_states.unflatten(-1, (-1, 2)).unbind(-1)
-    cos, sin = freqs_cis.unsqueeze(-2).chunk(2, dim=-1)
-    out = torch.empty_like(hidden_states)
-    out[..., 0::2] = x_1 * cos[..., 0::2] - x_2 * sin[..., 1::2]
-    out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
-    return out.type_as(hidden_states)
 
 
 def helios_chain(q, k, freqs):
@@ -654,17 +576,6 @@ def helios_inputs(shape):
     freqs = (torch.rand((b, d // 2, s), device="cuda") * 50.0).repeat_interleave(2, dim=1)
     table = torch.cat([freqs.cos(), freqs.sin()], dim=1).transpose(1, 2).contiguous()
     return rand(shape, 3.0), rand(shape, 3.0), table
-
-
-def apply_interleaved_rotary_emb(hidden_states, freqs_cos, freqs_sin):
-    """SANA-Video's RoPE ([B, N, H, D], fp64 tables [1, N, 1, D])."""
-    x1, x2 = hidden_states.unflatten(-1, (-1, 2)).unbind(-1)
-    cos = freqs_cos[..., 0::2].to(device=hidden_states.device)
-    sin = freqs_sin[..., 1::2].to(device=hidden_states.device)
-    output = torch.empty_like(hidden_states)
-    output[..., 0::2] = x1 * cos - x2 * sin
-    output[..., 1::2] = x1 * sin + x2 * cos
-    return output
 
 
 def interleaved_rope_fp64_chain(q, k, freqs_cos, freqs_sin):

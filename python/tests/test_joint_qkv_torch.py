@@ -23,24 +23,13 @@ import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
 from bitwise import assert_bitwise, bits, counters, poison_allocator, rand, sprinkle_specials  # noqa: E402
+from rope_chains import diffusers_rms_norm as rms_norm  # noqa: E402
 
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 D = 128
 
 
 # ---- the chains, as diffusers writes them -------------------------------------------------------------------
-
-
-def rms_norm(x, weight, eps):
-    """diffusers.models.normalization.RMSNorm.forward (not on NPU)."""
-    input_dtype = x.dtype
-    variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
-    x = x * torch.rsqrt(variance + eps)
-    if weight is not None:
-        if weight.dtype in [torch.float16, torch.bfloat16]:
-            x = x.to(weight.dtype)
-        return x * weight
-    return x.to(input_dtype)
 
 
 def apply_rotary_emb_qwen(x, freqs_cis):

@@ -28,6 +28,7 @@ import torch  # noqa: E402
 import dfuse.torch as dt  # noqa: E402
 import bitwise  # noqa: E402
 from bitwise import assert_bitwise, bits, counters, poison_allocator, rand  # noqa: E402
+from rope_chains import apply_rotary_emb_transposed, decoder_chain, decoder_tables, split_rotary  # noqa: E402
 
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 EPS = 1e-6
@@ -45,29 +46,6 @@ ODD_SHAPES = {
     "cross_tokens7_to_4097": (1, 7, 4097, 3, 64),
     "head_dim_10": (2, 9, None, 3, 10),
 }
-
-
-def split_rotary(x, freqs):
-    """transformer_ltx2.apply_split_rotary_emb for x [B, S, H*D] and cos/sin [B, H, S, D/2]."""
-    cos, sin = freqs
-    x_dtype = x.dtype
-    b, h, t, _ = cos.shape
-    x = x.reshape(b, t, h, -1).swapaxes(1, 2)
-    last = x.shape[-1]
-    r = last // 2
-    split_x = x.reshape(*x.shape[:-1], 2, r).float()
-    first_x = split_x[..., :1, :]
-    second_x = split_x[..., 1:, :]
-    cos_u = cos.unsqueeze(-2)
-    sin_u = sin.unsqueeze(-2)
-    out = split_x * cos_u
-    first_out = out[..., :1, :]
-    second_out = out[..., 1:, :]
-    first_out.addcmul_(-sin_u, second_x)
-    second_out.addcmul_(sin_u, first_x)
-    out = out.reshape(*out.shape[:-2], last)
-    out = out.swapaxes(1, 2).reshape(b, t, -1)
-    return out.to(dtype=x_dtype)
 
 
 def chain(q, k, q_norm, k_norm, q_freqs, k_freqs):
@@ -217,49 +195,6 @@ DECODER_SHAPES = {
 }
 
 
-def decoder_dim_split(head_dim):
-    """LTX2VideoVaeRotaryPosEmbed3D.__init__'s rope_dim_split."""
-    dim_t = (head_dim // 4) // 2 * 2
-    dim_hw = (head_dim - dim_t) // 2
-    if dim_hw % 2 != 0:
-        dim_t -= 2
-        dim_hw = (head_dim - dim_t) // 2
-    return dim_t, dim_hw, dim_hw
-
-
-def decoder_tables(t, h, w, head_dim, base=10000.0, device="cuda"):
-    """The per-axis cos/sin the module computes on every call, computed once: angles = positions x inv_freqs."""
-    tables = []
-    for n, dim in zip((t, h, w), decoder_dim_split(head_dim)):
-        exponents = torch.arange(0, dim, 2, dtype=torch.float64, device=device) / dim
-        inv_freqs = (1.0 / base**exponents).to(torch.float32)
-        angles = torch.arange(n, dtype=torch.float32, device=device)[:, None] * inv_freqs[None, :]
-        tables += [angles.cos(), angles.sin()]
-    return tables
-
-
-def rotate_axis(x, cos, sin, axis):
-    """LTX2VideoVaeRotaryPosEmbed3D._rotate_axis with its cos/sin given (broadcast along `axis`)."""
-    out_dtype = x.dtype
-    pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
-    even = pairs[..., 0].float()
-    odd = pairs[..., 1].float()
-    shape = [1, 1, 1, 1, 1, cos.shape[1]]
-    shape[axis] = cos.shape[0]
-    cos, sin = cos.reshape(shape), sin.reshape(shape)
-    rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
-    return rotated.reshape(x.shape).to(out_dtype)
-
-
-def decoder_chain(x, tables):
-    """LTX2VideoVaeRotaryPosEmbed3D.forward: rotate the (T, H, W) channel chunks, concatenate."""
-    dim_t, dim_h, _ = decoder_dim_split(x.shape[-1])
-    rotated_t = rotate_axis(x[..., :dim_t], tables[0], tables[1], axis=1)
-    rotated_h = rotate_axis(x[..., dim_t : dim_t + dim_h], tables[2], tables[3], axis=2)
-    rotated_w = rotate_axis(x[..., dim_t + dim_h :], tables[4], tables[5], axis=3)
-    return torch.cat([rotated_t, rotated_h, rotated_w], dim=-1)
-
-
 def check_decoder(b, t, h, w, heads, d, dtype, fused=True, specials=False, packed=False):
     if packed:  # q, k, v of one projection, viewed (B, T, H, W, heads, D) as project_qkv does per tensor
         qkv = rand((b, t, h, w, 3 * heads * d), dtype, 3.0)
@@ -338,16 +273,6 @@ HELIOS_SHAPES = {
     "heads3_tokens7": (3, 7, 3, 128),
     "heads30_tokens4097": (1, 4097, 30, 128),
 }
-
-
-def apply_rotary_emb_transposed(hidden_states, freqs_cis):
-    """transformer_helios.apply_rotary_emb_transposed, as the processor applies it to query and key."""
-    x_1, x_2 = hidden_states.unflatten(-1, (-1, 2)).unbind(-1)
-    cos, sin = freqs_cis.unsqueeze(-2).chunk(2, dim=-1)
-    out = torch.empty_like(hidden_states)
-    out[..., 0::2] = x_1 * cos[..., 0::2] - x_2 * sin[..., 1::2]
-    out[..., 1::2] = x_1 * sin[..., 1::2] + x_2 * cos[..., 0::2]
-    return out.type_as(hidden_states)
 
 
 def helios_table(b, s, d, transposed=False, device="cuda"):

@@ -25,7 +25,8 @@ require_cuda()
 import torch  # noqa: E402
 
 import dfuse.torch as dt  # noqa: E402
-from rope_chains import NORMS, ROPES, partial_rope_fp32_opmath, partial_rope_storage_dtype  # noqa: E402
+from rope_chains import (  # noqa: E402
+    NORMS, ROPES, apply_interleaved_rotary_emb, partial_rope_fp32_opmath, partial_rope_storage_dtype)
 import bitwise  # noqa: E402
 from bitwise import assert_bitwise, bits, check_op, counters, poison_allocator, rand  # noqa: E402
 
@@ -61,17 +62,6 @@ def diffusers_apply_rotary_emb(x, cos, sin, sequence_dim=1):
     x_real, x_imag = x.reshape(*x.shape[:-1], 2, -1).unbind(-2)  # [B, S, H, D//2]
     x_rotated = torch.cat([-x_imag, x_real], dim=-1)
     return (x.float() * cos + x_rotated.float() * sin).to(x.dtype)
-
-
-def apply_interleaved_rotary_emb(hidden_states, freqs_cos, freqs_sin):
-    """SANA-Video's RoPE ([B, N, H, D], fp64 tables [1, N, 1, D])."""
-    x1, x2 = hidden_states.unflatten(-1, (-1, 2)).unbind(-1)
-    cos = freqs_cos[..., 0::2].to(device=hidden_states.device)
-    sin = freqs_sin[..., 1::2].to(device=hidden_states.device)
-    output = torch.empty_like(hidden_states)
-    output[..., 0::2] = x1 * cos - x2 * sin
-    output[..., 1::2] = x1 * sin + x2 * cos
-    return output
 
 
 # ---- inputs -------------------------------------------------------------------------------------------------
