@@ -247,9 +247,20 @@ def check_fp32(args, fused=True):
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)
-@pytest.mark.parametrize("shape", [(1, 7560, 5120), FLUX, (3, 4097, 1536), (1, 1, 2560), (2, 333, 3070)], ids=str)
+@pytest.mark.parametrize(
+    "shape", [(1, 7560, 5120), FLUX, (3, 4097, 1536), (1, 1, 2560), (2, 333, 3070), (1, 300, 8192)], ids=str)
 def test_fp32_layernorm_shapes(shape, dtype):
+    """Rows up to 6144 elements held in registers, 8192 re-read after the statistics, 3070 the generic path."""
     check_fp32(fp32_args(shape, dtype))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_fp32_layernorm_misaligned_rows(dtype):
+    """x as a view one element into each row of its storage (2-byte aligned rows): x.float() is a fresh, aligned
+    copy, so aten takes the vectorized path; the kernel reads and writes those rows element by element."""
+    x = (rand((2, 501, 3073), dtype, 2.0) + 0.5)[..., 1:]
+    _, w, b = fp32_args((1, 1, 3072), dtype)
+    check_fp32((x, w, b))
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=str)

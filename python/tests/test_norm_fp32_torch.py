@@ -136,6 +136,28 @@ def test_norm_scale_shift_within_bound_of_lossless_chain(shape, norm, dtype):
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("weight,bias", [(True, True), (True, False), (False, True)], ids=["affine", "weight", "bias"])
+@pytest.mark.parametrize("shape", [FLUX, (3, 7, 5120), (1, 99, 3070), (2, 33, 8192)], ids=str)
+def test_norm_scale_shift_layer_norm_affine_bit_exact(shape, weight, bias, dtype):
+    """LayerNorm with its own affine: rows up to 6144 elements in registers, 8192 staged, 3070 the generic path."""
+    x = rand(shape, dtype, 2.0) + 0.25
+    scale, shift = scale_shift(shape, dtype, "chunk6")
+    w, b = affine(shape[-1], dtype, weight, bias)
+    check_op("norm_scale_shift", dt.norm_scale_shift, modulate_fp32, (x, scale, shift, "layer_norm", w, b, EPS))
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=str)
+def test_norm_scale_shift_misaligned_scale_shift(dtype):
+    """scale and shift as views one element into each row of their storage (2-byte aligned rows): read element
+    by element beside x's 4-element chunks."""
+    shape = (2, 333, 3072)
+    x = rand(shape, dtype, 2.0)
+    scale = rand((2, 333, 3073), dtype, 0.5)[..., 1:]
+    shift = rand((2, 333, 3073), dtype, 0.5)[..., 1:]
+    check_op("norm_scale_shift", dt.norm_scale_shift, modulate_fp32, (x, scale, shift, "layer_norm", None, None, EPS))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_norm_scale_shift_per_frame(dtype):
     """Wan: x [B, F, HW, D], scale/shift [B, F, 1, D]."""
     x = rand((1, 21, 360, 1536), dtype)

@@ -25,8 +25,10 @@ FLUX = (1, 4608, 3072)  # FLUX.1 image tokens at 1024x1024, hidden 3072
 WAN = (1, 75600, 5120)  # Wan 2.1 14B, 720p 81 frames, hidden 5120
 # (2, 17, 1288): 32 Reduce.cuh lanes over a count of 16-byte vectors that is no multiple of 32 (the whole-block
 # means' last round partial; the model widths all give whole rounds).
+# (2, 9, 6144): f32 rows whose two staging buffers take all of the default 48 KB of dynamic shared memory (the
+# kernel's static shared memory needs the opt-in beyond it).
 ODD = [(1, 1, 1536), (1, 7, 2560), (3, 4097, 3840), (3, 7, 1536), (2, 4097, 2560), (3, 1, 5120), (1, 4, 3072),
-       (2, 17, 1288)]
+       (2, 17, 1288), (2, 9, 6144)]
 ALL = [torch.bfloat16, torch.float16, torch.float32]
 EPS = 1e-6
 
@@ -298,6 +300,23 @@ def test_rmsnorm_scale(shape, per, dtype):
 def test_rmsnorm_tanh_residual(shape, per, dtype):
     y, w, gate, _, eps = args_for(shape, dtype, per, eps=1e-5)
     residual = rand(shape, dtype, 4.0)
+    check_op("rmsnorm_tanh_residual", dt.rmsnorm_tanh_residual, tanh_residual_chain, (residual, gate, y, w, eps))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("misaligned", ["residual", "y"])
+def test_rmsnorm_tanh_residual_misaligned(misaligned, dtype):
+    """One operand as a view one element into each row of its storage (2-byte aligned rows for 16-bit dtypes):
+    element accesses instead of 16-byte vectors."""
+    shape = (2, 333, 3840)
+    y, w, gate, _, eps = args_for(shape, dtype, "chunk6", eps=1e-5)
+    residual = rand(shape, dtype, 4.0)
+    view = rand((2, 333, 3841), dtype, 4.0)[..., 1:]
+    view.copy_(residual if misaligned == "residual" else y)
+    if misaligned == "residual":
+        residual = view
+    else:
+        y = view
     check_op("rmsnorm_tanh_residual", dt.rmsnorm_tanh_residual, tanh_residual_chain, (residual, gate, y, w, eps))
 
 

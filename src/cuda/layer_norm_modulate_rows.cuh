@@ -82,26 +82,12 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
 
   if constexpr (Cached > 0) {
     Chunk4<T> xc[Cached];
-#pragma unroll
-    for (int j = 0; j < Cached; ++j) {
-      const int64_t i = tid + int64_t(j) * kLayerNormVecThreads;
-      if (i < chunks) xc[j] = load_chunk4(x, i, 1, vec.x);
-    }
-    WelfordVec s;
-#pragma unroll
-    for (int j = 0; j < Cached; ++j)
-      if (tid + int64_t(j) * kLayerNormVecThreads < chunks)
-#pragma unroll
-        for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
-    const LayerNormStats stats = block_layer_norm_reduce_vectorized(s, n);
+    const LayerNormStats stats = load_layer_norm_row_cached(x, n, vec.x, xc);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
-#pragma unroll
-    for (int j = 0; j < Cached; ++j) {
-      const int64_t i = tid + int64_t(j) * kLayerNormVecThreads;
-      if (i < chunks)
-        emit(i, xc[j], load_chunk4(scale, i, scale_cs, vec.scale),
-             load_chunk4(shift, i, shift_cs, vec.shift), stats.mean, rstd);
-    }
+    for_each_cached_chunk(xc, n, [&](int64_t i, const Chunk4<T>& c) {
+      emit(i, c, load_chunk4(scale, i, scale_cs, vec.scale), load_chunk4(shift, i, shift_cs, vec.shift), stats.mean,
+           rstd);
+    });
     return;
   }
 
@@ -150,23 +136,14 @@ void layernorm_modulate_rows_cuda(const LayernormModulateParams& p, Stream strea
   const VecFlags vec{aligned(p.rows.in[0]), aligned(p.rows.in[1]), aligned(p.rows.in[2]), aligned(p.rows.out)};
   dispatch_bf16_f16_f32(p.rows.dtype, "layernorm_modulate", [&](auto tag) {
     using T = decltype(tag);
-    const int64_t per_thread = (p.rows.geom.cols / 4 + kLayerNormVecThreads - 1) / kLayerNormVecThreads;
     const unsigned grid = unsigned(rows);
     if (p.path == LayerNormPath::vectorized) {
-      const auto launch = [&]<int Cached>() {
+      with_layer_norm_cached(p.rows.geom.cols, [&]<int Cached>() {
         if (vec.x && vec.scale && vec.shift && vec.out)
           layernorm_modulate_vectorized<Epi, T, Cached, true><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
         else
           layernorm_modulate_vectorized<Epi, T, Cached, false><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
-      };
-      if (per_thread <= 4)
-        launch.template operator()<4>();
-      else if (per_thread <= 8)
-        launch.template operator()<8>();
-      else if (per_thread <= 12)
-        launch.template operator()<12>();
-      else
-        launch.template operator()<0>();
+      });
     } else
       layernorm_modulate_generic<Epi, T><<<unsigned(rows), kLayerNormMomentsThreads, 0, s>>>(p);
   });

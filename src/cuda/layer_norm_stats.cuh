@@ -105,6 +105,54 @@ __device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t
   return block_layer_norm_reduce_vectorized(s, n);
 }
 
+// ---- the vectorized block's row held in registers ----------------------------------------------------
+// Rows up to 512 * Cached elements: a thread of the 128-thread block loads its chunks tid + 128 j (j < Cached)
+// of x into xc, all before the reduction (the row in flight at once and read once from HBM), and folds them in
+// aten's order, each element's count a compile-time constant. `vec`: the row allows 4-element accesses. Every
+// thread of the block calls it and receives the row's statistics; the caller then emits chunk tid + 128 j from
+// xc[j] for each j with layer_norm_cached_chunk(j) < n / 4 (for_each_cached_chunk).
+constexpr int kLayerNormMaxCached = 12;
+
+__device__ __forceinline__ int64_t layer_norm_cached_chunk(int j) {
+  return threadIdx.x + int64_t(j) * kLayerNormVecThreads;
+}
+
+template <typename T, int Cached>
+__device__ __forceinline__ LayerNormStats load_layer_norm_row_cached(const T* x, int64_t n, bool vec,
+                                                                     Chunk4<T> (&xc)[Cached]) {
+  using S = Storage<T>;
+  const int64_t chunks = n / 4;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (layer_norm_cached_chunk(j) < chunks) xc[j] = load_chunk4(x, layer_norm_cached_chunk(j), 1, vec);
+  WelfordVec s;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (layer_norm_cached_chunk(j) < chunks)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
+  return block_layer_norm_reduce_vectorized(s, n);
+}
+
+// f(i, xc[j]) for the thread's cached chunks i = layer_norm_cached_chunk(j) of a row of n elements.
+template <typename T, int Cached, typename F>
+__device__ __forceinline__ void for_each_cached_chunk(const Chunk4<T> (&xc)[Cached], int64_t n, F f) {
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (layer_norm_cached_chunk(j) < n / 4) f(layer_norm_cached_chunk(j), xc[j]);
+}
+
+// f.template operator()<Cached>() with the fewest cached chunks per thread (4, 8 or 12) that hold a row of n
+// elements, or Cached = 0 for longer rows (the kernel then re-reads its chunks after the reduction).
+template <typename F>
+void with_layer_norm_cached(int64_t n, F&& f) {
+  const int64_t per_thread = (n / 4 + kLayerNormVecThreads - 1) / kLayerNormVecThreads;
+  if (per_thread <= 4) return f.template operator()<4>();
+  if (per_thread <= 8) return f.template operator()<8>();
+  if (per_thread <= kLayerNormMaxCached) return f.template operator()<kLayerNormMaxCached>();
+  f.template operator()<0>();
+}
+
 // load(k) reads element k of the row as float.
 template <typename Load>
 __device__ LayerNormStats block_layer_norm_stats_generic(Load load, int64_t n) {

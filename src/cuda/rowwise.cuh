@@ -374,7 +374,13 @@ template <auto Kernel, typename... Args>
 void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
                         const Args&... args) {
   const size_t smem = size_t(cols) * staged_bytes;
-  if (smem > kDefaultDynamicSharedBytes)  // an opt-in above the default limit, up to the device's
+  // The kernel's static shared memory (its reductions' slots) counts against the same default limit.
+  static const size_t static_smem = [] {
+    cudaFuncAttributes attributes{};
+    DFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
+    return attributes.sharedSizeBytes;
+  }();
+  if (smem + static_smem > kDefaultDynamicSharedBytes)  // an opt-in above the default limit, up to the device's
     DFUSE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));

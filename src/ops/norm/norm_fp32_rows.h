@@ -64,20 +64,25 @@ struct NormFp32Element {
   }
 };
 
-// f(NormFp32Element<p.stats, kPath, p has a weight, p has a bias>{}) for a kernel whose statistics take
-// aten path kPath (p.path when p.stats is layer_norm): kernels branch on these once, not per element. (The
-// RMSNorm elements take no bias and do not depend on the path.)
+// with_norm_fp32_element<kPath>(p, f): f(NormFp32Element<p.stats, kPath, p has a weight, p has a bias>{}) for
+// a kernel whose statistics take aten path kPath (p.path when p.stats is layer_norm): kernels branch on these
+// once, not per element. (The RMSNorm elements take no bias and do not depend on the path.)
+// with_layer_norm_fp32_element: the same for p.stats == layer_norm only (kernels that compute no other).
+template <LayerNormPath kPath, typename F>
+DFUSE_HD decltype(auto) with_layer_norm_fp32_element(const NormFp32RowsParams& p, F&& f) {
+  using enum Fp32NormStats;
+  if (p.weight)
+    return p.bias ? f(NormFp32Element<layer_norm, kPath, true, true>{})
+                  : f(NormFp32Element<layer_norm, kPath, true, false>{});
+  return p.bias ? f(NormFp32Element<layer_norm, kPath, false, true>{})
+                : f(NormFp32Element<layer_norm, kPath, false, false>{});
+}
+
 template <LayerNormPath kPath, typename F>
 DFUSE_HD decltype(auto) with_norm_fp32_element(const NormFp32RowsParams& p, F&& f) {
   using enum Fp32NormStats;
-  const bool w = p.weight != nullptr, b = p.bias != nullptr;
-  if (p.stats == layer_norm) {
-    if (w)
-      return b ? f(NormFp32Element<layer_norm, kPath, true, true>{})
-               : f(NormFp32Element<layer_norm, kPath, true, false>{});
-    return b ? f(NormFp32Element<layer_norm, kPath, false, true>{})
-             : f(NormFp32Element<layer_norm, kPath, false, false>{});
-  }
+  const bool w = p.weight != nullptr;
+  if (p.stats == layer_norm) return with_layer_norm_fp32_element<kPath>(p, f);
   if (p.stats == torch_rms_norm)
     return w ? f(NormFp32Element<torch_rms_norm, kPath, true, false>{})
              : f(NormFp32Element<torch_rms_norm, kPath, false, false>{});
