@@ -105,8 +105,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
 // half_warp_layer_norm_stats (aten's block order), the affine parameters are read once per thread, and a
 // half-warp keeps half_warp_rows_in_flight(K) heads in flight (the QK-norm + RoPE rows' layout,
 // cuda/rms_norm_stats.cuh). blockIdx.y is the tensor (q, k); blocks grid-stride over its heads, launched as the
-// RoPE kernels are (ops/rope/rope_launch.cuh).
-template <typename T, int K>
+// RoPE kernels are (ops/rope/rope_launch.cuh). kAffine: both tensors have a weight and a bias (the models'
+// norm_q / norm_k), known when compiling; otherwise their presence is read per tensor.
+template <typename T, int K, bool kAffine>
 __global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
   using S = Storage<T>;
   constexpr int R = half_warp_rows_in_flight(K);
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkH
   const HeadLayerNorm& h = p.head[blockIdx.y];
   const uint32_t rows = uint32_t(h.geom.rows());
   const int64_t n = h.geom.cols, first = kLaneElements * (threadIdx.x % 16);
-  const bool has_gamma = h.weight != nullptr, has_beta = h.bias != nullptr;
+  const bool has_gamma = kAffine || h.weight != nullptr, has_beta = kAffine || h.bias != nullptr;
   float gamma[K][kLaneElements], beta[K][kLaneElements];
 #pragma unroll
   for (int k = 0; k < K; ++k)
@@ -184,14 +185,17 @@ void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (vectorized_form_applies(p)) {  // half a warp per head
     const int64_t heads = std::max(p.head[0].geom.rows(), p.head[1].geom.rows());
+    const bool affine = p.head[0].weight && p.head[0].bias && p.head[1].weight && p.head[1].bias;
     dispatch_bf16_f16_f32(p.dtype, "qk_head_layernorm", [&](auto tag) {
       using T = decltype(tag);
+      const auto launch = [&]<int K, bool kAffine>() {
+        launch_rope_kernel<qk_head_layernorm_vec_kernel<T, K, kAffine>>(
+            p.device, heads * 16 / half_warp_rows_in_flight(K), 2, s, p);
+      };
       if (p.head[0].geom.cols == 128)
-        launch_rope_kernel<qk_head_layernorm_vec_kernel<T, 1>>(p.device, heads * 16 / half_warp_rows_in_flight(1), 2,
-                                                               s, p);
+        affine ? launch.template operator()<1, true>() : launch.template operator()<1, false>();
       else
-        launch_rope_kernel<qk_head_layernorm_vec_kernel<T, 2>>(p.device, heads * 16 / half_warp_rows_in_flight(2), 2,
-                                                               s, p);
+        affine ? launch.template operator()<2, true>() : launch.template operator()<2, false>();
     });
     return;
   }
