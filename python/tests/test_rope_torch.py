@@ -129,8 +129,9 @@ def test_rotate_half_packed_projection(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
-def test_rotate_half_heads_first(dtype):
-    b, s, h, d = 2, 4097, 24, 128
+@pytest.mark.parametrize("b, s", [(2, 4097), (1, 32760)], ids=["tokens4097", "head_groups_of_8"])
+def test_rotate_half_heads_first(b, s, dtype):
+    h, d = 24, 128
     cos, sin = rope_tables(s, d, torch.float32)
     x = packed_heads(b, s, h, d, dtype, slot=1).transpose(1, 2)  # [B, H, S, D], strided
     ref = diffusers_apply_rotary_emb(x, cos, sin, sequence_dim=2)
@@ -151,13 +152,37 @@ def test_rotate_half_tables_in_x_dtype(dtype):
                                          ("fp32_opmath", partial_rope_fp32_opmath)], ids=["storage", "fp32"])
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("shape, rot", [((1, 4608, 24, 128), 64), ((1, 4608, 24, 128), 128), ((2, 7, 3, 80), 34),
-                                        ((1, 4097, 30, 128), 96), ((1, 1, 1, 64), 2)], ids=str)
+                                        ((1, 4097, 30, 128), 96), ((1, 1, 1, 64), 2),
+                                        ((1, 16384, 30, 128), 96)], ids=str)
 def test_rotate_half_partial_rotary(shape, rot, dtype, math, chain):
     b, s, h, d = shape
     table_dtype = dtype if math == "storage_dtype" else torch.float32
     cos, sin = (t[:, None, :] for t in rope_tables(s, rot, table_dtype))  # [S, 1, R]
     x = packed_heads(b, s, h, d, dtype)
     check_op("rope_rotate_half", rotate_half_op(math), chain, (x, cos, sin))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_rotate_half_odd_head_groups(dtype):
+    """Nine heads over enough tokens that the kernel walks them in groups of 5 and 4: a group's last head
+    rotated alone."""
+    b, s, h, d = 1, 80000, 9, 64
+    cos, sin = rope_tables(s, d, torch.float32)
+    x = rand((b, s, h, d), dtype, 3.0)
+    ref = diffusers_apply_rotary_emb(x, cos, sin)
+    check_op("rope_rotate_half", rotate_half_op("fp32_opmath"), lambda *a: ref,
+             (x, cos[None, :, None, :], sin[None, :, None, :]))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
+def test_rotate_half_tables_per_head(dtype):
+    """cos/sin as large as x (no dim to share them over): every head is its own group."""
+    b, s, h, d = 2, 77, 6, 128
+    cos, sin = (torch.rand((b, s, h, d), device="cuda") * 2 - 1 for _ in range(2))
+    x = rand((b, s, h, d), dtype, 3.0)
+    x_rotated = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)
+    ref = (x.float() * cos + x_rotated.float() * sin).to(dtype)
+    check_op("rope_rotate_half", rotate_half_op("fp32_opmath"), lambda *a: ref, (x, cos, sin))
 
 
 @pytest.mark.parametrize("math, chain", [("storage_dtype", partial_rope_storage_dtype),

@@ -82,6 +82,10 @@ std::vector<RopeCase> model_rope_cases() {
       {.name = "specials", .batch = 1, .seq = 4608, .heads = 24, .head_dim = 128, .specials = true},
       {.name = "in_place_packed", .batch = 1, .seq = 4608, .heads = 24, .head_dim = 128, .packed = true,
        .in_place = true},
+      // enough tokens that rope_rotate_half walks the heads in groups of 8
+      {.name = "in_place_head_groups", .batch = 1, .seq = 24000, .heads = 24, .head_dim = 128, .in_place = true},
+      {.name = "heads_first_head_groups", .batch = 1, .seq = 24000, .heads = 24, .head_dim = 128,
+       .heads_first = true},
   };
 }
 

@@ -1,10 +1,15 @@
 // diffusion.rope_rotate_half: the CUDA kernel. Contract and arithmetic: ops/rope/rope_rotate_half.h.
 //
-// One thread per work item of a head (row), or of two heads of one token when the tables do not vary over the
-// heads (each cos/sin vector then loaded once for both): a rotary item is VEC columns i.. of the first half and
-// the VEC columns i + R/2.. of the second half (both read before either is written, so in place is safe); a tail
-// item copies VEC columns >= R. Consecutive threads take consecutive items of one head and then the next head of
-// the same token, so the token's cos/sin row is fetched from HBM once and served from L1/L2 to its other heads.
+// A work item is one unit of columns of a group of heads: the rows along an outer dim over which cos and sin
+// broadcast (the heads of a token, rope_row_groups.cuh), up to kGroupHeads of them, or one row where the tables
+// broadcast over none. A rotary unit is VEC columns i.. of the first half and the VEC columns i + R/2.. of the
+// second half: the item loads their cos/sin vectors once, then walks its heads two at a time (both heads' four
+// vectors in flight together, each read before any is written, so in place is safe). A tail unit copies VEC
+// columns >= R of its heads, all their loads in flight together. The unit index runs fastest from item to item,
+// then the group, then the token, so a token's cos/sin row is fetched from HBM once and served from L1/L2 to its
+// other groups. Groups of 8 heads (the table vectors held over four pairs: Wan 2.1 427.0 -> 417.8 us, session 17
+// run 2) where that leaves at least kItemsPerThread items per resident thread; else groups of 2, whose kernel
+// (64 registers, every load of an item issued together) keeps small inputs' latency covered.
 // VEC = 16 bytes of x when every x/out/table row is 16-byte aligned and R/2 and D - R are multiples of VEC, else 1.
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -14,75 +19,118 @@
 #include "cuda/vector_io.cuh"
 #include "ops/rope/rope_launch.cuh"
 #include "ops/rope/rope_rotate_half.h"
+#include "ops/rope/rope_row_groups.cuh"
 
 namespace dfuse::detail {
 namespace {
 
-template <typename T, typename Table, RopeMath M, int VEC, int kHeads>
+constexpr int kMaxGroupHeads = 8;
+constexpr int64_t kItemsPerThread = 4;
+
+// The cos/sin vectors of a rotary unit: columns i.. (lo) and i + R/2.. (hi).
+template <typename Table, int VEC>
+struct RotaryUnitTables {
+  Table c_lo[VEC], c_hi[VEC], s_lo[VEC], s_hi[VEC];
+};
+
+// Two heads (rows x and x + x_step) of one rotary unit: all four vectors loaded, then rotated and stored. For a
+// group's odd last head the caller passes x_step = out_step = 0: the second head repeats the first (its same
+// bits stored twice), so the loads and stores stay one branch-free sequence.
+template <typename T, typename Table, RopeMath M, int VEC>
+__device__ __forceinline__ void rotate_head_pair(const T* x, T* out, int64_t x_step, int64_t out_step,
+                                                 uint32_t half, const RotaryUnitTables<Table, VEC>& t) {
+  Pack<T, VEC> lo[2], hi[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    lo[h].load(x + h * x_step);
+    hi[h].load(x + h * x_step + half);
+  }
+  Pack<T, VEC> r_lo[2], r_hi[2];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {  // both heads element by element: the second head's loads cannot wait
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float x1 = Storage<T>::load(lo[h].get(e)), x2 = Storage<T>::load(hi[h].get(e));
+      r_lo[h].set(e, rotate_half_element<T, M>(x1, -x2, Storage<Table>::load(t.c_lo[e]),
+                                               Storage<Table>::load(t.s_lo[e])));
+      r_hi[h].set(e, rotate_half_element<T, M>(x2, x1, Storage<Table>::load(t.c_hi[e]),
+                                               Storage<Table>::load(t.s_hi[e])));
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    r_lo[h].store_global(out + h * out_step);
+    r_hi[h].store_global(out + h * out_step + half);
+  }
+}
+
+// The `heads` (<= kN) heads of one tail unit copied: kN loads in flight together (past `heads` they repeat the
+// last head), then the `heads` stores.
+template <typename T, int VEC, int kN>
+__device__ __forceinline__ void copy_heads(const T* x, T* out, int64_t x_head, int64_t out_head, int heads) {
+  Pack<T, VEC> v[kN];
+#pragma unroll
+  for (int h = 0; h < kN; ++h) v[h].load(x + (h < heads ? h : heads - 1) * x_head);
+#pragma unroll
+  for (int h = 0; h < kN; ++h)
+    if (h < heads) v[h].store_global(out + h * out_head);
+}
+
+template <typename T, typename Table, RopeMath M, int VEC, int kGroupHeads>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_rotate_half_kernel(RopeRotateHalfParams p, uint32_t pair_items, uint32_t items_per_row, uint32_t items) {
+    rope_rotate_half_kernel(RopeRotateHalfParams p, RowGroupItems items, uint32_t pair_units) {
   const uint32_t half = uint32_t(p.rot_dim / 2);
-  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < items; item += gridDim.x * kRopeThreads) {
-    const uint32_t group = item / items_per_row, unit = item - group * items_per_row;
+  const int64_t x_head = p.x.stride[2], out_head = p.out.stride[2];
+  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < items.total;
+       item += gridDim.x * kRopeThreads) {
     uint32_t idx[3];
-    p.geom.split(group * kHeads, idx);
+    int heads;
+    const uint32_t unit = items.split(item, idx, heads);
     const T* x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
     T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
-    const int64_t x_head = p.x.stride[2], out_head = p.out.stride[2];
-    if (unit >= pair_items) {  // the untouched tail
-      const uint32_t col = uint32_t(p.rot_dim) + (unit - pair_items) * VEC;
-      Pack<T, VEC> v[kHeads];
-#pragma unroll
-      for (int h = 0; h < kHeads; ++h) v[h].load(x + h * x_head + col);
-#pragma unroll
-      for (int h = 0; h < kHeads; ++h) v[h].store_global(out + h * out_head + col);
+    if (unit >= pair_units) {  // the untouched tail
+      const uint32_t col = uint32_t(p.rot_dim) + (unit - pair_units) * VEC;
+      copy_heads<T, VEC, kGroupHeads>(x + col, out + col, x_head, out_head, heads);
       continue;
     }
     const uint32_t col = unit * VEC;
-    Pack<T, VEC> lo[kHeads], hi[kHeads];
-#pragma unroll
-    for (int h = 0; h < kHeads; ++h) {
-      lo[h].load(x + h * x_head + col);
-      hi[h].load(x + h * x_head + col + half);
-    }
     const Table* cos = static_cast<const Table*>(p.cos.data) + p.cos.offset(idx) + col;
     const Table* sin = static_cast<const Table*>(p.sin.data) + p.sin.offset(idx) + col;
-    Table c_lo[VEC], c_hi[VEC], s_lo[VEC], s_hi[VEC];
-    load_elems<Table, VEC>(cos, c_lo);
-    load_elems<Table, VEC>(cos + half, c_hi);
-    load_elems<Table, VEC>(sin, s_lo);
-    load_elems<Table, VEC>(sin + half, s_hi);
+    RotaryUnitTables<Table, VEC> t;
+    load_elems<Table, VEC>(cos, t.c_lo);
+    load_elems<Table, VEC>(cos + half, t.c_hi);
+    load_elems<Table, VEC>(sin, t.s_lo);
+    load_elems<Table, VEC>(sin + half, t.s_hi);
+    x += col;
+    out += col;
 #pragma unroll
-    for (int h = 0; h < kHeads; ++h) {
-      Pack<T, VEC> r_lo, r_hi;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        const float x1 = Storage<T>::load(lo[h].get(e)), x2 = Storage<T>::load(hi[h].get(e));
-        r_lo.set(e, rotate_half_element<T, M>(x1, -x2, Storage<Table>::load(c_lo[e]), Storage<Table>::load(s_lo[e])));
-        r_hi.set(e, rotate_half_element<T, M>(x2, x1, Storage<Table>::load(c_hi[e]), Storage<Table>::load(s_hi[e])));
-      }
-      r_lo.store_global(out + h * out_head + col);
-      r_hi.store_global(out + h * out_head + col + half);
+    for (int h = 0; h < kGroupHeads; h += 2) {
+      if (h >= heads) break;
+      const bool two = h + 1 < heads;
+      rotate_head_pair<T, Table, M, VEC>(x + h * x_head, out + h * out_head, two ? x_head : 0,
+                                         two ? out_head : 0, half, t);
     }
   }
 }
 
-// kHeads consecutive rows of the innermost outer dim per item when the tables do not vary along it (the heads of
-// one token): their cos/sin vectors are loaded once for all kHeads.
 template <typename T, typename Table, RopeMath M, int VEC>
 void launch(const RopeRotateHalfParams& p, bool copy_tail, cudaStream_t stream) {
-  const int64_t pair_items = p.rot_dim / 2 / VEC;
-  const int64_t items_per_row = pair_items + (copy_tail ? (p.geom.cols - p.rot_dim) / VEC : 0);
-  const auto launch_heads = [&]<int kHeads>() {
-    const int64_t items = p.geom.rows() / kHeads * items_per_row;  // < 2^31: the guards bound x's elements
-    if (items == 0) return;
-    launch_rope_kernel<rope_rotate_half_kernel<T, Table, M, VEC, kHeads>>(p.device, items, 1, stream,
-        p, uint32_t(pair_items), uint32_t(items_per_row), uint32_t(items));
+  const int64_t pair_units = p.rot_dim / 2 / VEC;
+  const int64_t units = pair_units + (copy_tail ? (p.geom.cols - p.rot_dim) / VEC : 0);
+  if (units == 0 || p.geom.rows() == 0) return;
+  // rows * units < 2^31: the guards bound x's elements
+  const auto launch_groups = [&]<int kGroupHeads>(bool only_if_enough_items) {
+    constexpr auto kKernel = rope_rotate_half_kernel<T, Table, M, VEC, kGroupHeads>;
+    RopeRotateHalfParams grouped = p;
+    const RowGroupItems items = group_rows_by_tables(grouped.geom, {&grouped.cos, &grouped.sin},
+                                                     {&grouped.x, &grouped.out}, units, kGroupHeads);
+    if (only_if_enough_items && (items.group_rows <= 2 ||
+                                 items.total < kItemsPerThread * rope_resident_blocks<kKernel>(p.device) * kRopeThreads))
+      return false;
+    launch_rope_kernel<kKernel>(p.device, items.total, 1, stream, grouped, items, uint32_t(pair_units));
+    return true;
   };
-  if (p.geom.outer[2] % 2 == 0 && p.cos.stride[2] == 0 && p.sin.stride[2] == 0)
-    launch_heads.template operator()<2>();
-  else
-    launch_heads.template operator()<1>();
+  if (!launch_groups.template operator()<kMaxGroupHeads>(true)) launch_groups.template operator()<2>(false);
 }
 
 template <typename T, typename Table, RopeMath M>

@@ -1,4 +1,4 @@
-// The work items of the row-wise RoPE kernels (interleaved_rope_fp64) that rotate several rows
+// The work items of the row-wise RoPE kernels (interleaved_rope_fp64, rope_rotate_half) that rotate several rows
 // of x with one table row: a row group is up to kGroupRows consecutive rows along an outer dim over which every
 // table broadcasts (the heads of a token), and an item is one unit (a kernel's vector or pair of vectors of
 // columns) of every row of a group, numbered unit fastest, then the group, then the row's other outer indices.
@@ -42,10 +42,11 @@ struct RowGroupItems {
 
 // Picks the innermost outer dim of more than one row along which every operand of `tables` has stride 0, moves it
 // to dim 2 of `geom` and of every operand of `tables` and `others` (the other two dims keep their order), and
-// returns the items of `units` units per row with equal groups of at most kGroupRows rows along it (one row per
-// group where no dim qualifies). geom.rows() > 0 and geom.rows() * units < 2^31.
+// returns the items of `units` units per row with equal groups of at most max_group_rows rows along it (one row
+// per group where no dim qualifies). geom.rows() > 0 and geom.rows() * units < 2^31.
 inline RowGroupItems group_rows_by_tables(RowGeometry& geom, std::initializer_list<RowOperand*> tables,
-                                          std::initializer_list<RowOperand*> others, int64_t units) {
+                                          std::initializer_list<RowOperand*> others, int64_t units,
+                                          int64_t max_group_rows = kGroupRows) {
   int dim = -1;
   for (int d = 2; d >= 0 && dim < 0; --d) {
     bool shared = geom.outer[d] > 1;
@@ -61,7 +62,7 @@ inline RowGroupItems group_rows_by_tables(RowGeometry& geom, std::initializer_li
     for (RowOperand* op : others) to_last(op->stride);
   }
   const int64_t rows2 = geom.outer[2];
-  const int64_t groups = dim >= 0 ? (rows2 + kGroupRows - 1) / kGroupRows : rows2;
+  const int64_t groups = dim >= 0 ? (rows2 + max_group_rows - 1) / max_group_rows : rows2;
   const int64_t group_rows = (rows2 + groups - 1) / groups;
   const int64_t groups_per_pair = (rows2 + group_rows - 1) / group_rows;
   const int64_t total = geom.outer[0] * geom.outer[1] * groups_per_pair * units;
