@@ -162,16 +162,16 @@ def test_rotate_half_partial_rotary(shape, rot, dtype, math, chain):
     check_op("rope_rotate_half", rotate_half_op(math), chain, (x, cos, sin))
 
 
+@pytest.mark.parametrize("math, chain", [("storage_dtype", partial_rope_storage_dtype),
+                                         ("fp32_opmath", partial_rope_fp32_opmath)], ids=["storage", "fp32"])
 @pytest.mark.parametrize("dtype", ALL, ids=str)
-def test_rotate_half_odd_head_groups(dtype):
+def test_rotate_half_odd_head_groups(dtype, math, chain):
     """Nine heads over enough tokens that the kernel walks them in groups of 5 and 4: a group's last head
-    rotated alone."""
+    rotated alone, by both maths' 8-head kernels (pairs rolled for fp32 opmath, unrolled for the storage dtype)."""
     b, s, h, d = 1, 80000, 9, 64
-    cos, sin = rope_tables(s, d, torch.float32)
-    x = rand((b, s, h, d), dtype, 3.0)
-    ref = diffusers_apply_rotary_emb(x, cos, sin)
-    check_op("rope_rotate_half", rotate_half_op("fp32_opmath"), lambda *a: ref,
-             (x, cos[None, :, None, :], sin[None, :, None, :]))
+    table_dtype = dtype if math == "storage_dtype" else torch.float32
+    cos, sin = (t[:, None, :] for t in rope_tables(s, d, table_dtype))
+    check_op("rope_rotate_half", rotate_half_op(math), chain, (rand((b, s, h, d), dtype, 3.0), cos, sin))
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)

@@ -7,9 +7,9 @@
 // vectors in flight together, each read before any is written, so in place is safe). A tail unit copies VEC
 // columns >= R of its heads, all their loads in flight together. The unit index runs fastest from item to item,
 // then the group, then the token, so a token's cos/sin row is fetched from HBM once and served from L1/L2 to its
-// other groups. Groups of 8 heads (the table vectors held over four pairs: Wan 2.1 427.0 -> 417.8 us, session 17
-// run 2) where that leaves at least kItemsPerThread items per resident thread; else groups of 2, whose kernel
-// (64 registers, every load of an item issued together) keeps small inputs' latency covered.
+// other groups. Groups of 8 heads (the table vectors held over four pairs: Wan 2.1 427 -> 403 us, sessions 17-18)
+// where that leaves at least kItemsPerThread items per resident thread; else groups of 2, whose kernel (64
+// registers, every load of an item issued together) keeps small inputs' latency covered.
 // VEC = 16 bytes of x when every x/out/table row is 16-byte aligned and R/2 and D - R are multiples of VEC, else 1.
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -103,7 +103,11 @@ __global__ void __launch_bounds__(kRopeThreads)
     load_elems<Table, VEC>(sin + half, t.s_hi);
     x += col;
     out += col;
-#pragma unroll
+    // The pairs' loop kept rolled for fp32 opmath (its table vectors then load in one batch before the loop:
+    // Wan 2.1 417 -> 403 us, session 18 run 1) and unrolled for the storage dtype's longer arithmetic (rolled
+    // there: HunyuanVideo rot 64 138 -> 173 us).
+    constexpr int kPairsUnrolled = M == RopeMath::fp32_opmath ? 1 : kGroupHeads / 2;
+#pragma unroll kPairsUnrolled
     for (int h = 0; h < kGroupHeads; h += 2) {
       if (h >= heads) break;
       const bool two = h + 1 < heads;
