@@ -5,11 +5,13 @@
 // broadcast over none. A rotary unit is VEC columns i.. of the first half and the VEC columns i + R/2.. of the
 // second half: the item loads their cos/sin vectors once, then walks its heads two at a time (both heads' four
 // vectors in flight together, each read before any is written, so in place is safe). A tail unit copies VEC
-// columns >= R of its heads, all their loads in flight together. The unit index runs fastest from item to item,
-// then the group, then the token, so a token's cos/sin row is fetched from HBM once and served from L1/L2 to its
-// other groups. Groups of 8 heads (the table vectors held over four pairs: Wan 2.1 427 -> 403 us, sessions 17-18)
-// where that leaves at least kItemsPerThread items per resident thread; else groups of 2, whose kernel (64
-// registers, every load of an item issued together) keeps small inputs' latency covered.
+// columns >= R of its heads, all their loads in flight together. The rotary items come first, then the tail's (two
+// ranges, so that a warp takes one kind: warps of both ran both paths one after the other, partial rotary slower
+// than full). In each range the unit index runs fastest from item to item, then the group, then the token, so a
+// token's cos/sin row is fetched from HBM once and served from L1/L2 to its other groups. Groups of 8 heads (the
+// table vectors held over four pairs: Wan 2.1 427 -> 403 us, sessions 17-18) where that leaves at least
+// kItemsPerThread items per resident thread; else groups of 2, whose kernel (64 registers, every load of an item
+// issued together) keeps small inputs' latency covered.
 // VEC = 16 bytes of x when every x/out/table row is 16-byte aligned and R/2 and D - R are multiples of VEC, else 1.
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -78,18 +80,19 @@ __device__ __forceinline__ void copy_heads(const T* x, T* out, int64_t x_head, i
 
 template <typename T, typename Table, RopeMath M, int VEC, int kGroupHeads>
 __global__ void __launch_bounds__(kRopeThreads)
-    rope_rotate_half_kernel(RopeRotateHalfParams p, RowGroupItems items, uint32_t pair_units) {
+    rope_rotate_half_kernel(RopeRotateHalfParams p, RowGroupItems pairs, RowGroupItems tail) {
   const uint32_t half = uint32_t(p.rot_dim / 2);
   const int64_t x_head = p.x.stride[2], out_head = p.out.stride[2];
-  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < items.total;
+  for (uint32_t item = blockIdx.x * kRopeThreads + threadIdx.x; item < pairs.total + tail.total;
        item += gridDim.x * kRopeThreads) {
     uint32_t idx[3];
     int heads;
-    const uint32_t unit = items.split(item, idx, heads);
+    const bool rotary = item < pairs.total;
+    const uint32_t unit = rotary ? pairs.split(item, idx, heads) : tail.split(item - pairs.total, idx, heads);
     const T* x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
     T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
-    if (unit >= pair_units) {  // the untouched tail
-      const uint32_t col = uint32_t(p.rot_dim) + (unit - pair_units) * VEC;
+    if (!rotary) {  // the untouched tail
+      const uint32_t col = uint32_t(p.rot_dim) + unit * VEC;
       copy_heads<T, VEC, kGroupHeads>(x + col, out + col, x_head, out_head, heads);
       continue;
     }
@@ -119,19 +122,21 @@ __global__ void __launch_bounds__(kRopeThreads)
 
 template <typename T, typename Table, RopeMath M, int VEC>
 void launch(const RopeRotateHalfParams& p, bool copy_tail, cudaStream_t stream) {
-  const int64_t pair_units = p.rot_dim / 2 / VEC;
-  const int64_t units = pair_units + (copy_tail ? (p.geom.cols - p.rot_dim) / VEC : 0);
-  if (units == 0 || p.geom.rows() == 0) return;
-  // rows * units < 2^31: the guards bound x's elements
+  const int64_t pair_units = p.rot_dim / 2 / VEC;  // >= 1: the guards keep rot_dim >= 2
+  const int64_t tail_units = copy_tail ? (p.geom.cols - p.rot_dim) / VEC : 0;
+  if (p.geom.rows() == 0) return;
+  // rows * (pair_units + tail_units) < 2^31: the guards bound x's elements
   const auto launch_groups = [&]<int kGroupHeads>(bool only_if_enough_items) {
     constexpr auto kKernel = rope_rotate_half_kernel<T, Table, M, VEC, kGroupHeads>;
     RopeRotateHalfParams grouped = p;
-    const RowGroupItems items = group_rows_by_tables(grouped.geom, {&grouped.cos, &grouped.sin},
-                                                     {&grouped.x, &grouped.out}, units, kGroupHeads);
-    if (only_if_enough_items && (items.group_rows <= 2 ||
-                                 items.total < kItemsPerThread * rope_resident_blocks<kKernel>(p.device) * kRopeThreads))
+    const RowGroupItems pairs = group_rows_by_tables(grouped.geom, {&grouped.cos, &grouped.sin},
+                                                     {&grouped.x, &grouped.out}, pair_units, kGroupHeads);
+    const RowGroupItems tail = tail_units > 0 ? pairs.with_units(tail_units) : RowGroupItems{};
+    const int64_t total = int64_t(pairs.total) + tail.total;
+    if (only_if_enough_items && (pairs.group_rows <= 2 ||
+                                 total < kItemsPerThread * rope_resident_blocks<kKernel>(p.device) * kRopeThreads))
       return false;
-    launch_rope_kernel<kKernel>(p.device, items.total, 1, stream, grouped, items, uint32_t(pair_units));
+    launch_rope_kernel<kKernel>(p.device, total, 1, stream, grouped, pairs, tail);
     return true;
   };
   if (!launch_groups.template operator()<kMaxGroupHeads>(true)) launch_groups.template operator()<2>(false);

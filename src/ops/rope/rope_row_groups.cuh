@@ -38,6 +38,14 @@ struct RowGroupItems {
     rows = int(group_rows < rows2 - idx[2] ? group_rows : rows2 - idx[2]);
     return units.mod(i, group);
   }
+
+  // The same groups with other_units (> 0) units per row: a second range of items over the same rows.
+  RowGroupItems with_units(int64_t other_units) const {
+    RowGroupItems other = *this;
+    other.units = UintDivider(uint32_t(other_units));
+    other.total = uint32_t(int64_t(total) / units.divisor() * other_units);
+    return other;
+  }
 };
 
 // Picks the innermost outer dim of more than one row along which every operand of `tables` has stride 0, moves it
