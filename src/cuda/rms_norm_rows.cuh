@@ -61,18 +61,62 @@ void with_rms_norm_chain(RmsNormChain chain, F&& f) {
   }
 }
 
-// The global inputs of VEC outputs from columns j..: the epilogue's operands and the weight.
+// An epilogue Epi<T> one of whose operands (kIndex, counting from 0 after the normalized value) enters it
+// only through a function of that operand alone: specializations give kIndex, that function (`transform`) and
+// `Epilogue`, the epilogue taking the transformed operand in its place. Where the operand is one row shared
+// by a run of consecutive rows (a per-batch or per-frame gate, rms_norm_cached_operand_applies), the kernel
+// keeps the transformed row in shared memory and recomputes it only when the block's row leaves the run.
+template <typename Epi>
+struct RmsNormCachedOperand {
+  static constexpr bool kDefined = false;
+  static constexpr int kIndex = -1;
+};
+
+// True when Epi's cached operand applies to p: a dense row (column stride 1) the same for every index of
+// the innermost outer dim, which has more than one row.
+template <typename Epi>
+bool rms_norm_cached_operand_applies(const RmsNormRowsParams& p) {
+  if constexpr (!RmsNormCachedOperand<Epi>::kDefined) {
+    return false;
+  } else {
+    const RowOperand& op = p.rows.in[RmsNormCachedOperand<Epi>::kIndex + 1];
+    return op.col_stride == 1 && op.stride[2] == 0 && p.rows.geom.outer[2] > 1;
+  }
+}
+
+// Cache's transform of operand Cache::kIndex for this thread's columns (VEC at a time, the epilogue's
+// columns) of the row with outer indices idx, unless `cached` already names that operand row. Each
+// thread writes and later reads only its own columns, so no barrier is needed; `cached` is uniform over
+// the block.
+template <typename T, int kThreads, int VEC, typename Cache>
+__device__ __forceinline__ void refresh_cached_operand(const RmsNormRowsParams& p, const uint32_t idx[3], T* cache,
+                                                       int64_t& cached) {
+  const RowOperand& op = p.rows.in[Cache::kIndex + 1];
+  const int64_t offset = op.offset(idx);
+  if (offset == cached) return;
+  cached = offset;
+  const T* src = static_cast<const T*>(op.data) + offset;
+  for (int64_t j = int64_t(threadIdx.x) * VEC; j < p.rows.geom.cols; j += int64_t(kThreads) * VEC) {
+#pragma unroll 1  // element by element: a rare path, kept off the kernel's register count (91 -> 80 unrolled)
+    for (int e = 0; e < VEC; ++e) cache[j + e] = Cache::transform(src[j + e]);
+  }
+}
+
+// The inputs of VEC outputs from columns j..: the epilogue's operands and the weight, from global memory but
+// for operand kCachedIndex (>= 0), read from `cache`.
 template <typename T, int VEC, int kOperands>
 struct RmsNormEpilogueInputs {
   Pack<T, VEC> in[kOperands > 0 ? kOperands : 1];
   Pack<T, VEC> w;
-  template <bool kHasWeight>
-  __device__ __forceinline__ void load(const RmsNormRowsParams& p, const uint32_t idx[3], int64_t j) {
+  template <bool kHasWeight, int kCachedIndex>
+  __device__ __forceinline__ void load(const RmsNormRowsParams& p, const uint32_t idx[3], int64_t j, const T* cache) {
 #pragma unroll
     for (int k = 0; k < kOperands; ++k) {
       const RowOperand& op = p.rows.in[k + 1];
       const T* src = static_cast<const T*>(op.data) + op.offset(idx);
-      if (op.col_stride == 0)
+      if (k == kCachedIndex)
+        in[k].load(cache + j);
+      else if (op.col_stride == 0)
         in[k].fill(src[0]);
       else
         in[k].load(src + j);
@@ -89,10 +133,30 @@ constexpr int rms_norm_epilogue_batch() {
   return kThreads == kRmsNormVecThreads ? 4 : 1;
 }
 
+// Two normalized elements of 16-bit T (x: a word of two) rounded to T, packed. A rounding whose operands are
+// both T values is one packed multiply (their product is exact in float: cuda/paired_arith.cuh): the
+// storage-dtype chain's x * rstd (rstd is rounded to T) and, after h's rounding, both decomposed chains' * weight.
+// F.rms_norm's weight * (rstd * x), rounded once, stays in float.
+template <typename T, typename Element>
+__device__ __forceinline__ uint32_t rms_norm_element_pair(Element element, uint32_t x, float inv, uint32_t w) {
+  using A = PairedArith<T>;
+  if constexpr (Element::kChain == RmsNormChain::storage_dtype) {
+    const uint32_t h = A::mul(x, A::pack(inv, inv));
+    return Element::kHasWeight ? A::mul(h, w) : h;
+  } else if constexpr (Element::kChain == RmsNormChain::diffusers_decomposed && Element::kHasWeight) {
+    const float2 xs = A::unpack(x);
+    return A::mul(A::pack(mul_rn(xs.x, inv), mul_rn(xs.y, inv)), w);
+  } else {
+    const float2 xs = A::unpack(x);
+    const float2 ws = Element::kHasWeight ? A::unpack(w) : make_float2(1.0f, 1.0f);
+    return A::pack(element(xs.x, inv, ws.x), element(xs.y, inv, ws.y));
+  }
+}
+
 // VEC outputs from columns j.. of the staged row and their inputs. Where the epilogue has a pair form
-// (RowwisePair, cuda/paired_arith.cuh) and T is 16-bit, two normalized values are rounded to T by one packed
-// conversion and the epilogue runs on packed pairs; elsewhere, and for a vector whose pair form falls back,
-// the element functor runs.
+// (RowwisePair, cuda/paired_arith.cuh) and T is 16-bit, the normalized values come in packed pairs
+// (rms_norm_element_pair) and the epilogue runs on them; elsewhere, and for a vector whose pair form falls
+// back, the element functor runs.
 template <typename T, int VEC, typename Epi, typename Element, int kOperands, size_t... K>
 __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& p, const Epi& epi, Element element,
                                                        const T* row, float inv, const uint32_t idx[3], int64_t j,
@@ -106,15 +170,11 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   Pack<T, VEC> r;
   bool by_element = true;
   if constexpr (sizeof(T) == 2 && VEC % 2 == 0 && RowwisePair<Epi>::kDefined) {
-    using A = PairedArith<T>;
     by_element = false;
 #pragma unroll
-    for (int k = 0; k < Pack<T, VEC>::kWords; ++k) {
-      const float2 xs = A::unpack(x.w[k]);
-      const float2 ws = Element::kHasWeight ? A::unpack(w.w[k]) : make_float2(1.0f, 1.0f);
-      const uint32_t y = A::pack(element(xs.x, inv, ws.x), element(xs.y, inv, ws.y));
-      r.w[k] = RowwisePair<Epi>::apply(by_element, y, in[K].w[k]...);
-    }
+    for (int k = 0; k < Pack<T, VEC>::kWords; ++k)
+      r.w[k] = RowwisePair<Epi>::apply(by_element, rms_norm_element_pair<T>(element, x.w[k], inv, w.w[k]),
+                                       in[K].w[k]...);
   }
   if (by_element) {
 #pragma unroll
@@ -128,12 +188,23 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 
 // One kernel per chain (each with its own register count and occupancy). No bound on blocks per SM: at 6 or more
 // (80 registers) rmsnorm_tanh_residual's storage-dtype kernel ran 792.7 us at Wan 2.1, at the compiler's 93
-// registers 772.6 (session 12 run 4).
-template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi>
+// registers 772.6 (session 12 run 4). kCached: Epi's cached operand (RmsNormCachedOperand) is kept transformed
+// in shared memory after the staged rows, and the epilogue is its `Epilogue`.
+template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi, bool kCached>
 __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
+  using Cache = RmsNormCachedOperand<Epi>;
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
+  constexpr int kCachedIndex = kCached ? Cache::kIndex : -1;
+  const auto epilogue = [&] {
+    if constexpr (kCached)
+      return typename Cache::Epilogue{};
+    else
+      return epi;
+  }();
   const int64_t n = p.rows.geom.cols;
+  T* const cache = reinterpret_cast<T*>(staged) + staged_bytes_per_column<T, VEC>() / sizeof(T) * n;
+  int64_t cached = -1;  // the element offset of the operand row in `cache`
   const uint32_t rows = uint32_t(p.rows.geom.rows());
   const auto x_of = [&p](uint32_t r) {
     uint32_t idx[3];
@@ -143,6 +214,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
   const auto normalize = [&](uint32_t r, const T* row) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
+    if constexpr (kCached) refresh_cached_operand<T, kThreads, VEC, Cache>(p, idx, cache, cached);
     const float inv = block_rms_norm_row_inv<T, kThreads, kChain>(p, row, r);
     with_rms_norm_element_of<T, kChain>(p, [&](auto element) {
       constexpr int64_t kStride = int64_t(kThreads) * VEC;
@@ -151,11 +223,11 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
         RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
-          if (j0 + b * kStride < n) inputs[b].template load<decltype(element)::kHasWeight>(p, idx, j0 + b * kStride);
+          if (j0 + b * kStride < n) inputs[b].template load<decltype(element)::kHasWeight, kCachedIndex>(p, idx, j0 + b * kStride, cache);
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
           if (j0 + b * kStride < n)
-            rms_norm_rows_epilogue<T, VEC>(p, epi, element, row, inv, idx, j0 + b * kStride, inputs[b],
+            rms_norm_rows_epilogue<T, VEC>(p, epilogue, element, row, inv, idx, j0 + b * kStride, inputs[b],
                                            std::make_index_sequence<kOperands>{});
       }
     });
@@ -174,12 +246,19 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
   }
 }
 
+// The kernel for p's chain, with Epi's cached operand where it applies (its row of T after the staged rows).
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
   with_rms_norm_chain<kThreads>(p.chain, [&]<RmsNormChain kChain>() {
-    launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi>>(
-        kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>(), p.rows.device, stream, p,
-        epi);
+    const auto launch = [&]<bool kCached>() {
+      launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi, kCached>>(
+          kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>() + (kCached ? sizeof(T) : 0),
+          p.rows.device, stream, p, epi);
+    };
+    if constexpr (RmsNormCachedOperand<Epi>::kDefined) {
+      if (rms_norm_cached_operand_applies<Epi>(p)) return launch.template operator()<true>();
+    }
+    launch.template operator()<false>();
   });
 }
 

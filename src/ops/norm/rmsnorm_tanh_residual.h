@@ -8,17 +8,30 @@
 // the C++ library's, so host results match the host eager replicas only.
 #pragma once
 
+#include "ops/adaln/residual_gate_add.h"
 #include "ops/norm/rmsnorm_rows.h"
 
 namespace dfuse::detail {
 
+// torch.tanh(gate), rounded to T.
+template <typename T>
+DFUSE_HD T tanh_gate(T gate) {
+  return Storage<T>::store(tanh_f(Storage<T>::load(gate)));
+}
+
+// The epilogue with tanh(gate) given in T: residual + tanh_gate * normed, the product and the sum each
+// rounded to T (residual_gate_add's chain).
+template <typename T>
+struct RmsNormGatedResidual {
+  DFUSE_HD T operator()(T normed, T residual, T tanh_of_gate) const {
+    return ResidualGateAdd<T>{}(residual, tanh_of_gate, normed);
+  }
+};
+
 template <typename T>
 struct RmsNormTanhResidual {
   DFUSE_HD T operator()(T normed, T residual, T gate) const {
-    using S = Storage<T>;
-    const float tanh_gate = S::round(tanh_f(S::load(gate)));
-    const float gated = S::round(mul_rn(tanh_gate, S::load(normed)));
-    return S::store(add_rn(S::load(residual), gated));
+    return RmsNormGatedResidual<T>{}(normed, residual, tanh_gate(gate));
   }
 };
 
