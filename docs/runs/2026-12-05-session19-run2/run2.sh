@@ -7,7 +7,7 @@ R=docs/runs/2026-12-05-session19-run2
 T=/tmp/r2
 mkdir -p $T
 OPS="fused_qknorm_rope fused_inplace_qknorm_rope flux2_strided_qknorm_rope flux2_qkv_epilogue"
-DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,memcheck,racecheck,pytest,dfuse_verify,dfuse_bench \
+DFUSE_CHECK_SKIP=python_deps,ctest_host,memcheck,racecheck,dfuse_bench \
 DFUSE_TORCH_BENCH_OPS="$OPS" DFUSE_CHECK_BUDGET_S=300 scripts/gpu_check.sh $T >$T/check.txt 2>&1
 echo "gpu_check rc $?"
 cp build-gpu/logs/*.log $T/ 2>/dev/null
