@@ -97,7 +97,7 @@ __device__ __forceinline__ void refresh_cached_operand(const RmsNormRowsParams& 
   cached = offset;
   const T* src = static_cast<const T*>(op.data) + offset;
   for (int64_t j = int64_t(threadIdx.x) * VEC; j < p.rows.geom.cols; j += int64_t(kThreads) * VEC) {
-#pragma unroll 1  // element by element: a rare path, kept off the kernel's register count (91 -> 80 unrolled)
+#pragma unroll 1  // element by element: once per run of rows, kept rolled
     for (int e = 0; e < VEC; ++e) cache[j + e] = Cache::transform(src[j + e]);
   }
 }
@@ -223,7 +223,8 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
         RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
-          if (j0 + b * kStride < n) inputs[b].template load<decltype(element)::kHasWeight, kCachedIndex>(p, idx, j0 + b * kStride, cache);
+          if (j0 + b * kStride < n)
+            inputs[b].template load<decltype(element)::kHasWeight, kCachedIndex>(p, idx, j0 + b * kStride, cache);
 #pragma unroll
         for (int b = 0; b < kBatch; ++b)
           if (j0 + b * kStride < n)
