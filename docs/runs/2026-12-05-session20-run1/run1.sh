@@ -5,44 +5,58 @@
 #     ltx2_ada_values) with the parts of a run of rows in consecutive blocks (table_split_parts_interleaved.cuh.txt:
 #     a 1-D grid, part = block % parts; the tree's 2-D grid walks every row of part 0, then of part 1, ..., reading
 #     the values part by part at a stride of parts x cols, where torch.compile's flat kernel reads them in order);
-#  B. A's table split with four vectors per thread instead of two.
-# Each variant checked: pytest rmsnorm and adaln_values, memcheck and racecheck over the GPU tests it changes.
+#     and the fp32-norm rows (rmsnorm_modulate_fp32, rmsnorm_tanh_residual_fp32) with the decomposed mean by the
+#     whole block (block_mean_sum_by_chains; norm_fp32_rows_mean_by_chains.cuh.txt), last measured against the
+#     one-warp mean in session 12 before the chains' 32-bit loop;
+#  B. A's table split with four vectors per thread instead of two (skipped if the call has run 420 s).
+# Each variant checked: pytest of the modules it changes, memcheck (and racecheck where shared memory is used)
+# over its GPU tests.
 set -u
 R=docs/runs/2026-12-05-session20-run1
 T=/tmp/r1
 mkdir -p $T
-OPS="rmsnorm_scale temb_table_slices ltx2_ada_values"
+OPS="rmsnorm_scale temb_table_slices ltx2_ada_values rmsnorm_modulate_fp32 rmsnorm_tanh_residual_fp32"
 DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,memcheck,racecheck,pytest,dfuse_verify \
-DFUSE_BENCH_OPS=${OPS// /,} DFUSE_TORCH_BENCH_OPS="$OPS" DFUSE_CHECK_BUDGET_S=220 \
+DFUSE_BENCH_OPS=${OPS// /,} DFUSE_TORCH_BENCH_OPS="$OPS" DFUSE_CHECK_BUDGET_S=210 \
   scripts/gpu_check.sh $T >$T/check.txt 2>&1
 echo "gpu_check rc $?"
 cp build-gpu/logs/*.log $T/ 2>/dev/null
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
 cp src/cuda/rms_norm_rows.cuh /tmp/rms_norm_rows_tree.cuh
 cp src/cuda/table_split.cuh /tmp/table_split_tree.cuh
+cp src/cuda/norm_fp32_rows.cuh /tmp/norm_fp32_rows_tree.cuh
 S="env DFUSE_GPU_TEST_SMALL=1 compute-sanitizer --error-exitcode 1"
 P=python/tests
-variant() {  # name, ops, pytest modules, gtest filter
-  local V=$1 ops=$2 mods=$3 filter=$4
+variant() {  # name, ops, pytest modules, gtest filter, sanitizer tools
+  local V=$1 ops=$2 mods=$3 filter=$4 tools=$5
   timeout 150 cmake --build build-gpu --target dfuse_cuda dfuse_gpu_tests -j16 >$T/build_$V.log 2>&1
   echo "build $V rc $?"
   for op in $ops; do
     timeout 40 build-gpu/dfuse bench --op $op --json $T/db_${V}_$op.json >$T/db_${V}_$op.txt 2>&1
   done
-  timeout 90 python3 bench/torch_bench.py --host-calls 100 --json $T/tb_$V.json --ops $ops >$T/tb_$V.txt 2>&1
+  timeout 90 python3 bench/torch_bench.py --host-calls 100 --iters 60 --json $T/tb_$V.json --ops $ops >$T/tb_$V.txt 2>&1
   DFUSE_REQUIRE_CUDA=1 timeout 90 python3 -m pytest $mods -q -p no:cacheprovider >$T/pytest_$V.log 2>&1
-  timeout 120 $S --tool memcheck build-gpu/dfuse_gpu_tests "--gtest_filter=$filter" >$T/memcheck_$V.log 2>&1 &
-  timeout 120 $S --tool racecheck build-gpu/dfuse_gpu_tests "--gtest_filter=$filter" >$T/racecheck_$V.log 2>&1
+  for tool in $tools; do
+    timeout 130 $S --tool $tool build-gpu/dfuse_gpu_tests "--gtest_filter=$filter" >$T/${tool}_$V.log 2>&1 &
+  done
   wait
   echo "$V: $(tail -1 $T/pytest_$V.log)"
 }
 cp $R/rms_norm_rows_bounded.cuh.txt src/cuda/rms_norm_rows.cuh
 cp $R/table_split_parts_interleaved.cuh.txt src/cuda/table_split.cuh
-variant A "$OPS" "$P/test_rmsnorm_torch.py $P/test_adaln_values_torch.py" '*RmsNorm*:*AdalnValues*'
+cp $R/norm_fp32_rows_mean_by_chains.cuh.txt src/cuda/norm_fp32_rows.cuh
+variant A "$OPS" "$P/test_rmsnorm_torch.py $P/test_adaln_values_torch.py $P/test_norm_fp32_torch.py" \
+  '*RmsNorm*:*AdalnValues*:*NormFp32*' "memcheck racecheck"
 cp $R/table_split_parts_interleaved_unroll4.cuh.txt src/cuda/table_split.cuh
-variant B "temb_table_slices ltx2_ada_values" "$P/test_adaln_values_torch.py" '*AdalnValues*'
+if ((SECONDS < 420)); then
+  variant B "temb_table_slices ltx2_ada_values" "$P/test_adaln_values_torch.py" '*AdalnValues*' memcheck
+else
+  echo "B skipped at ${SECONDS}s"
+fi
 cp /tmp/rms_norm_rows_tree.cuh src/cuda/rms_norm_rows.cuh
 cp /tmp/table_split_tree.cuh src/cuda/table_split.cuh
+cp /tmp/norm_fp32_rows_tree.cuh src/cuda/norm_fp32_rows.cuh
+echo "total ${SECONDS}s"
 tar czf $OUT/r1.tgz -C /tmp r1
 grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" $T/memcheck_*.log $T/racecheck_*.log
 grep -h "meets its contract" $T/torch_bench.log $T/tb_*.txt
