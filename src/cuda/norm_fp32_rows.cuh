@@ -46,8 +46,7 @@ __device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, c
     const auto load4 = staged_chunks4(row);
     if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(load4, n, p.eps)};
     if (p.stats == Fp32NormStats::mean_of_squares)
-      return {0.0f, block_decomposed_inv_rms<false>(row, n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor,
-                                             p.eps)};
+      return {0.0f, block_decomposed_inv_rms(row, n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor, p.eps)};
     const LayerNormStats s = block_layer_norm_stats_vectorized(load4, n);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }

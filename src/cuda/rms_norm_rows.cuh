@@ -37,7 +37,7 @@ __device__ float block_rms_norm_row_inv(const RmsNormRowsParams& p, const T* row
   } else if constexpr (kChain == RmsNormChain::torch_rms_norm) {
     return block_torch_rms_norm_rstd(staged_chunks4(row), n, p.eps);
   } else if constexpr (kChain == RmsNormChain::diffusers_decomposed) {
-    return block_decomposed_inv_rms<true>(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
+    return block_decomposed_inv_rms(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
   } else {
     return block_storage_rms_norm_rstd(row, n, p.mean, rms_norm_mean_shift(p, r), p.mean_factor, p.eps);
   }

@@ -22,10 +22,10 @@
 //  (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold); load4(i, v) reads
 //  elements 4i..4i+3 of the row as float into v, at(k) element k:
 //    block_torch_rms_norm_rstd(load4, n, eps)
-//    block_decomposed_inv_rms<kByChains>(row, n, config, shift, factor, eps)
+//    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
 //    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
-//  (these two read the staged row in T: row[k] is element k; at models' row counts and widths the
-//  storage-dtype mean, and the decomposed one where asked, by the whole block: block_mean_sum_by_chains)
+//  (these two read the staged row in T: row[k] is element k; at models' row counts and widths their
+//  means by the whole block: block_mean_sum_by_chains)
 //  Every thread of the block must call them; every thread receives the result.
 #pragma once
 
@@ -301,27 +301,27 @@ __device__ float block_mean_sum_by_chains(const T* row, int64_t n, Squares squar
 }
 
 // The sum of squares of a staged row in Reduce.cuh's order for a mean over kVec-element vectors: by the whole
-// block where kByChains and mean_by_chains<kVec> allow (squares(v, sq): the kVec / 4 squares of a
-// Pack<T, kVec / 4>), else by the lanes' threads element by element (square(x): one element's square).
-template <int kVec, bool kByChains, typename T, typename Squares, typename Square>
+// block where mean_by_chains<kVec> allows (squares(v, sq): the kVec / 4 squares of a Pack<T, kVec / 4>), else by
+// the lanes' threads element by element (square(x): one element's square).
+template <int kVec, typename T, typename Squares, typename Square>
 __device__ float block_staged_mean_sum(const T* row, int64_t n, const MeanReduceConfig& c, int shift, Squares squares,
                                        Square square) {
-  if (kByChains && mean_by_chains<kVec>(c, n, shift)) return block_mean_sum_by_chains<kVec>(row, n, squares);
+  if (mean_by_chains<kVec>(c, n, shift)) return block_mean_sum_by_chains<kVec>(row, n, squares);
   const auto sq = [row, square](int64_t k) { return square(Storage<T>::load(row[k])); };
   return block_mean_sum([&](int l) { return mean_lane_partial(sq, n, c, l, shift); }, c);
 }
 
 // The decomposed chain: squares in float of the row's elements, whose mean reads the fp32 intermediate's
-// 4-element vectors; `shift` = (row * n) % 4. kByChains: the whole block folds the mean where it can (one element
-// of each vector per thread), else one warp's threads fold it element by element. Which is faster depends on the
-// kernel around it (Wan 2.1, session 12): the RMSNorm rows 596 us by elements (run 3) against 488 by chains
-// (run 4); the fp32-norm rows 493 by elements against 526 by chains (run 2, before the chains' 32-bit loop).
-template <bool kByChains, typename T>
+// 4-element vectors; `shift` = (row * n) % 4. The whole block folds the mean where it can (one element of each
+// vector per thread), else one warp's threads fold it element by element. By the block was faster in both kernels
+// that use it (Wan 2.1): the RMSNorm rows 596 -> 488 us (session 12), the fp32-norm rows 571 -> 561 us (session
+// 20, H100, after the chains' 32-bit loop; session 12 had measured them slower by the block, before that loop).
+template <typename T>
 __device__ float block_decomposed_inv_rms(const T* row, int64_t n, const MeanReduceConfig& c, int shift, float factor,
                                           float eps) {
   const auto square = [](float v) { return mul_rn(v, v); };
   const auto squares = [square](const Pack<T, 1>& v, float (&sq)[1]) { sq[0] = square(Storage<T>::load(v.get(0))); };
-  return decomposed_inv_rms(block_staged_mean_sum<4, kByChains>(row, n, c, shift, squares, square), factor, eps);
+  return decomposed_inv_rms(block_staged_mean_sum<4>(row, n, c, shift, squares, square), factor, eps);
 }
 
 // The storage-dtype chain: squares rounded to T (16-bit T: one packed multiply per pair, which rounds the
@@ -344,7 +344,7 @@ __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const Mean
       }
     }
   };
-  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec, true>(row, n, c, shift, squares, square), factor,
+  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec>(row, n, c, shift, squares, square), factor,
                                   eps);
 }
 

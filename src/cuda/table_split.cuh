@@ -1,9 +1,11 @@
 // The CUDA kernel behind the table-split adaLN value ops (see common/table_split.h).
 //
-// One pass over a grid sized to the work, part by part: block (x, k) writes kTableSplitThreads *
+// One pass over a 1-D grid sized to the work: block x * parts + k writes kTableSplitThreads *
 // kTableSplitUnroll consecutive VEC-element vectors of the dense output k, thread t the vectors
 // x * kTableSplitThreads * kTableSplitUnroll + u * kTableSplitThreads + t (u < kTableSplitUnroll),
-// so that every warp access of the values and of out[k] is one contiguous run of one stream. Each
+// so that every warp access of the values and of out[k] is one contiguous run of one stream, and the
+// parts of a run of rows go to consecutive blocks: the values are read nearly in memory order (part
+// by part in a 2-D grid, at a stride of parts x cols, was 1% slower: session 20, H100). Each
 // thread loads all its vectors (the values and the matching table columns, which stay L1/L2-resident:
 // the table is parts x cols) before it stores any. A vector is 16 bytes of the wider of the values
 // and the outputs when common/table_split.h's alignment test passes (its table columns one access,
@@ -54,8 +56,9 @@ __device__ __forceinline__ void load_table_split_pack(const T* p, Pack<T, VEC>& 
 template <typename Tab, typename Val, typename Out, int VEC, typename Fn>
 __global__ void __launch_bounds__(kTableSplitThreads)
     table_split_kernel(TableSplitParams p, Fn fn, TableSplitGrid grid, uint32_t vectors) {
-  const int k = int(blockIdx.y);
-  const uint32_t first = blockIdx.x * (kTableSplitThreads * kTableSplitUnroll) + threadIdx.x;
+  const uint32_t block = blockIdx.x / uint32_t(p.parts);  // the parts of one run of rows in consecutive blocks
+  const int k = int(blockIdx.x - block * uint32_t(p.parts));
+  const uint32_t first = block * (kTableSplitThreads * kTableSplitUnroll) + threadIdx.x;
   const Val* values = static_cast<const Val*>(p.values) + k * p.values_part_stride;
   const Tab* table = static_cast<const Tab*>(p.table) + k * p.table_part_stride;
   const auto outer1 = uint32_t(p.outer[1]);
@@ -87,13 +90,13 @@ __global__ void __launch_bounds__(kTableSplitThreads)
 template <typename Tab, typename Val, typename Out, int VEC, typename Fn>
 void launch_table_split_vec(const TableSplitParams& p, Fn fn, cudaStream_t stream) {
   // VEC divides cols (VEC == 1 or vectorizable); vectors <= rows * cols < 2^31 (check_table_split_outputs), so
-  // every divisor and numerator below is under 2^31.
+  // every divisor and numerator below is under 2^31, and the grid (parts <= kTableSplitMaxParts) under 2^26 blocks.
   const int64_t vectors_per_row = p.cols / VEC;
   const int64_t vectors = p.rows() * vectors_per_row;
   const TableSplitGrid grid{UintDivider(uint32_t(vectors_per_row)),
                             UintDivider(uint32_t(vectors_per_row * p.outer[1]))};
   constexpr int64_t kBlockVectors = int64_t(kTableSplitThreads) * kTableSplitUnroll;
-  const dim3 blocks(uint32_t((vectors + kBlockVectors - 1) / kBlockVectors), uint32_t(p.parts));
+  const auto blocks = uint32_t((vectors + kBlockVectors - 1) / kBlockVectors * p.parts);
   table_split_kernel<Tab, Val, Out, VEC, Fn><<<blocks, kTableSplitThreads, 0, stream>>>(p, fn, grid,
                                                                                         uint32_t(vectors));
   DFUSE_CUDA_CHECK_LAUNCH();
