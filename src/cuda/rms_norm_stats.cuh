@@ -344,8 +344,7 @@ __device__ float block_storage_rms_norm_rstd(const T* row, int64_t n, const Mean
       }
     }
   };
-  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec>(row, n, c, shift, squares, square), factor,
-                                  eps);
+  return storage_rms_norm_rstd<T>(block_staged_mean_sum<kVec>(row, n, c, shift, squares, square), factor, eps);
 }
 
 }  // namespace dfuse::detail
