@@ -7,9 +7,9 @@
 // then the epilogue per chunk from the epilogue's two operands, the weight and the bias (4-element accesses
 // where the rows are aligned).
 //
-// Every other case (norm_fp32_rows_kernel): one block per row, persistent over rows: the row of x is read once
-// from HBM with VEC-element vectors (16 bytes when every row operand, the weight and the bias allow) into
-// shared memory (in T, bit for bit), the statistics are folded from there in the eager chain's order
+// Every other case (norm_fp32_rows_kernel): one block per row: the row of x is read once from HBM with
+// VEC-element vectors (16 bytes when every row operand, the weight and the bias allow; then by asynchronous
+// copies, the whole row in flight at once) into shared memory (in T, bit for bit), the statistics are folded from there in the eager chain's order
 // (cuda/layer_norm_stats.cuh, cuda/rms_norm_stats.cuh), then each thread produces VEC outputs at a time from
 // the staged row, the weight, the bias and the epilogue's two operands (a per-row value when its column stride
 // is 0), and writes them once. Blocks have aten's size for the statistics: 128 threads (vectorized LayerNorm /
@@ -69,38 +69,35 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
   T* const row = reinterpret_cast<T*>(staged);
   using S = Storage<T>;
   const int64_t n = p.rows.geom.cols;
-  const uint32_t rows = uint32_t(p.rows.geom.rows());
-  for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    uint32_t idx[3];
-    p.rows.geom.split(r, idx);
-    const T* x = static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx);
-    stage_row<T, kThreads, VEC, 1>(x, row, n);
-    __syncthreads();
-    const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
-    T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
-    constexpr LayerNormPath kPath =
-        kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
-    with_norm_fp32_element<kPath>(p, [&](auto element) {
-      using Element = decltype(element);
-      for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
-        const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
-        const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
-        Pack<T, VEC> x, w, c;
-        x.load(row + j);
-        if constexpr (Element::kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
-        if constexpr (Element::kHasBias) c.load(static_cast<const T*>(p.bias) + j);
-        Pack<T, VEC> o;
+  const uint32_t r = blockIdx.x;
+  uint32_t idx[3];
+  p.rows.geom.split(r, idx);
+  stage_row_async_or_batched<T, kThreads, VEC, 1>(static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx),
+                                                 row, n);
+  __syncthreads();
+  const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
+  T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
+  constexpr LayerNormPath kPath =
+      kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
+  with_norm_fp32_element<kPath>(p, [&](auto element) {
+    using Element = decltype(element);
+    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) {
+      const Pack<T, VEC> a = load_row_operand<T, VEC>(p.rows.in[1], idx, j);
+      const Pack<T, VEC> b = load_row_operand<T, VEC>(p.rows.in[2], idx, j);
+      Pack<T, VEC> x, w, c;
+      x.load(row + j);
+      if constexpr (Element::kHasWeight) w.load(static_cast<const T*>(p.weight) + j);
+      if constexpr (Element::kHasBias) c.load(static_cast<const T*>(p.bias) + j);
+      Pack<T, VEC> o;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          const float we = Element::kHasWeight ? S::load(w.get(e)) : 1.0f;
-          const float ce = Element::kHasBias ? S::load(c.get(e)) : 0.0f;
-          o.set(e, epi(element(S::load(x.get(e)), stats, int((j + e) % 4), we, ce), a.get(e), b.get(e)));
-        }
-        o.store_global(out + j);
+      for (int e = 0; e < VEC; ++e) {
+        const float we = Element::kHasWeight ? S::load(w.get(e)) : 1.0f;
+        const float ce = Element::kHasBias ? S::load(c.get(e)) : 0.0f;
+        o.set(e, epi(element(S::load(x.get(e)), stats, int((j + e) % 4), we, ce), a.get(e), b.get(e)));
       }
-    });
-    __syncthreads();  // the next row overwrites the staged one
-  }
+      o.store_global(out + j);
+    }
+  });
 }
 
 // Which operands of norm_fp32_layer_norm_cached allow 4-element accesses.
@@ -167,8 +164,8 @@ void launch_norm_fp32_layer_norm_cached(const NormFp32RowsParams& p, Epi epi, cu
 
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
-  launch_staged_rows<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(kThreads, p.rows.geom.rows(), p.rows.geom.cols,
-                                                                    sizeof(T), p.rows.device, stream, p, epi);
+  launch_row_per_block<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(
+      kThreads, p.rows.geom.rows(), size_t(p.rows.geom.cols) * sizeof(T), stream, p, epi);
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

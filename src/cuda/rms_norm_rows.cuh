@@ -1,14 +1,15 @@
 // The CUDA kernel behind the RMSNorm + epilogue ops (parameters and host twin:
-// ops/norm/rmsnorm_rows.h). One block per row, persistent over rows: the row of x is read once from
-// HBM with VEC-element vectors (16 bytes when every row operand allows) into shared memory bit for bit (in T),
-// the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
+// ops/norm/rmsnorm_rows.h). A block normalizes a row: the row of x is read once from HBM with VEC-element
+// vectors (16 bytes when every row operand allows; then by asynchronous copies) into shared memory bit for bit
+// (in T), the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
 // aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
 // in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
-// the epilogue's operands, and writes them once. On the 16-byte path a block stages its next row by
-// asynchronous copies while it normalizes the current one (cuda/rowwise.cuh, for_each_row_staged_ahead;
-// two staging buffers). Blocks are 128 threads (aten's vectorized RMSNorm
-// block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path, whose
-// Welford fold needs aten's 512 threads.
+// the epilogue's operands, and writes them once. A block takes one row, and an SM holds twelve such blocks of
+// 128 threads; where the epilogue has a cached operand (RmsNormCachedOperand) the blocks are persistent over
+// rows instead, and on the 16-byte path stage their next row while they normalize the current one
+// (cuda/rowwise.cuh, for_each_row_staged_ahead; two staging buffers). Blocks are 128 threads (aten's
+// vectorized RMSNorm block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path,
+// whose Welford fold needs aten's 512 threads.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -125,12 +126,19 @@ struct RmsNormEpilogueInputs {
   }
 };
 
-// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap): four in
-// 128-thread blocks (two after the decomposed and storage-dtype means measured slower: rmsnorm_scale 470 -> 497
-// us at Wan 2.1, session 12 run 2), one in the 512-thread blocks, whose occupancy registers bound.
-template <int kThreads>
+// Blocks per SM of 128 threads the one-row kernels are compiled for: 40 registers. Against the persistent
+// blocks before them (79 registers, 6 per SM, each row's loads behind the last row's work): rmsnorm_scale 562.8 ->
+// 533.0 us at Wan 2.1 (H100, dfuse bench, session 21 run 1); 9 per SM (no bound, 56 registers) 531.5, 16 per SM
+// (32 registers, epilogue batch 1) 537.9.
+constexpr int kRmsNormRowBlocksPerSm = 12;
+
+// Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap). In 128-thread
+// blocks: two in the one-row kernels, whose occupancy hides the rest; four in the persistent ones (two measured
+// slower there: rmsnorm_scale 470 -> 497 us at Wan 2.1, session 12 run 2). One in the 512-thread blocks, whose
+// occupancy registers bound.
+template <int kThreads, bool kPersistent>
 constexpr int rms_norm_epilogue_batch() {
-  return kThreads == kRmsNormVecThreads ? 4 : 1;
+  return kThreads != kRmsNormVecThreads ? 1 : kPersistent ? 4 : 2;
 }
 
 // Two normalized elements of 16-bit T (x: a word of two) rounded to T, packed. A rounding whose operands are
@@ -186,12 +194,15 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
   r.store_global(static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx) + j);
 }
 
-// One kernel per chain (each with its own register count and occupancy). No bound on blocks per SM: at 6 or more
-// (80 registers) rmsnorm_tanh_residual's storage-dtype kernel ran 792.7 us at Wan 2.1, at the compiler's 93
-// registers 772.6 (session 12 run 4). kCached: Epi's cached operand (RmsNormCachedOperand) is kept transformed
-// in shared memory after the staged rows, and the epilogue is its `Epilogue`.
+// One kernel per chain (each with its own register count and occupancy). kCached: Epi's cached operand
+// (RmsNormCachedOperand) is kept transformed in shared memory after the staged rows, and the epilogue is its
+// `Epilogue`; those blocks are persistent over rows, so that the operand is transformed once per run of rows
+// (rmsnorm_tanh_residual's tanh(gate): 772 -> 599 us at Wan 2.1, session 19), and no bound is set on their
+// blocks per SM (at 6 or more, 80 registers, its storage-dtype kernel ran 792.7 us, at the compiler's 93
+// registers 772.6: session 12 run 4). Without it a block takes one row.
 template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi, bool kCached>
-__global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
+__global__ void __launch_bounds__(kThreads, kCached || kThreads != kRmsNormVecThreads ? 1 : kRmsNormRowBlocksPerSm)
+    rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
   extern __shared__ __align__(16) unsigned char staged[];
   using Cache = RmsNormCachedOperand<Epi>;
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
@@ -205,7 +216,6 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
   const int64_t n = p.rows.geom.cols;
   T* const cache = reinterpret_cast<T*>(staged) + staged_bytes_per_column<T, VEC>() / sizeof(T) * n;
   int64_t cached = -1;  // the element offset of the operand row in `cache`
-  const uint32_t rows = uint32_t(p.rows.geom.rows());
   const auto x_of = [&p](uint32_t r) {
     uint32_t idx[3];
     p.rows.geom.split(r, idx);
@@ -218,7 +228,7 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
     const float inv = block_rms_norm_row_inv<T, kThreads, kChain>(p, row, r);
     with_rms_norm_element_of<T, kChain>(p, [&](auto element) {
       constexpr int64_t kStride = int64_t(kThreads) * VEC;
-      constexpr int kBatch = rms_norm_epilogue_batch<kThreads>();
+      constexpr int kBatch = rms_norm_epilogue_batch<kThreads, kCached>();
       for (int64_t j0 = int64_t(threadIdx.x) * VEC; j0 < n; j0 += kBatch * kStride) {
         RmsNormEpilogueInputs<T, VEC, kOperands> inputs[kBatch];
 #pragma unroll
@@ -233,12 +243,16 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
       }
     });
   };
-  if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
-    for_each_row_staged_ahead<T, kThreads>(reinterpret_cast<T*>(staged), n, blockIdx.x, gridDim.x, rows, x_of,
+  T* const row = reinterpret_cast<T*>(staged);
+  if constexpr (!kCached) {  // one row
+    stage_row_async_or_batched<T, kThreads, VEC, 4>(x_of(blockIdx.x), row, n);
+    __syncthreads();
+    normalize(blockIdx.x, row);
+  } else if constexpr (stages_ahead<T, VEC>()) {  // the next row staged while this one is normalized
+    for_each_row_staged_ahead<T, kThreads>(row, n, blockIdx.x, gridDim.x, uint32_t(p.rows.geom.rows()), x_of,
                                            normalize);
   } else {
-    T* row = reinterpret_cast<T*>(staged);
-    for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    for (uint32_t r = blockIdx.x; r < uint32_t(p.rows.geom.rows()); r += gridDim.x) {
       stage_row<T, kThreads, VEC, 4>(x_of(r), row, n);
       __syncthreads();
       normalize(r, row);
@@ -251,15 +265,16 @@ __global__ void __launch_bounds__(kThreads) rms_norm_rows_kernel(RmsNormRowsPara
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_rms_norm_rows(const RmsNormRowsParams& p, Epi epi, cudaStream_t stream) {
   with_rms_norm_chain<kThreads>(p.chain, [&]<RmsNormChain kChain>() {
-    const auto launch = [&]<bool kCached>() {
-      launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi, kCached>>(
-          kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>() + (kCached ? sizeof(T) : 0),
-          p.rows.device, stream, p, epi);
-    };
     if constexpr (RmsNormCachedOperand<Epi>::kDefined) {
-      if (rms_norm_cached_operand_applies<Epi>(p)) return launch.template operator()<true>();
+      if (rms_norm_cached_operand_applies<Epi>(p)) {
+        launch_staged_rows<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi, true>>(
+            kThreads, p.rows.geom.rows(), p.rows.geom.cols, staged_bytes_per_column<T, VEC>() + sizeof(T),
+            p.rows.device, stream, p, epi);
+        return;
+      }
     }
-    launch.template operator()<false>();
+    launch_row_per_block<rms_norm_rows_kernel<T, kThreads, VEC, kChain, Epi, false>>(
+        kThreads, p.rows.geom.rows(), size_t(p.rows.geom.cols) * sizeof(T), stream, p, epi);
   });
 }
 

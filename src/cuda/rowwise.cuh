@@ -320,6 +320,28 @@ constexpr size_t staged_bytes_per_column() {
   return stages_ahead<T, VEC>() ? 2 * sizeof(T) : sizeof(T);
 }
 
+// The copies of a row of n elements (whole 16-byte vectors, 16-byte aligned) from x to `row`, issued
+// asynchronously by a block of kThreads threads (copy_async_16) and committed as one group per thread.
+template <typename T, int kThreads>
+__device__ __forceinline__ void copy_row_async(const T* x, T* row, int64_t n) {
+  constexpr int VEC = 16 / sizeof(T);
+  for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) copy_async_16(row + j, x + j);
+  copy_async_commit();
+}
+
+// A row staged now: on the 16-byte path (stages_ahead) by asynchronous copies, every copy in flight at once and
+// no registers held, waited for before return; else stage_row's vectors, kStageBatch at a time. The caller
+// synchronizes before reading `row`.
+template <typename T, int kThreads, int VEC, int kStageBatch>
+__device__ __forceinline__ void stage_row_async_or_batched(const T* x, T* row, int64_t n) {
+  if constexpr (stages_ahead<T, VEC>()) {
+    copy_row_async<T, kThreads>(x, row, n);
+    copy_async_wait_all();
+  } else {
+    stage_row<T, kThreads, VEC, kStageBatch>(x, row, n);
+  }
+}
+
 // Rows staged ahead: a persistent block's loop over its rows (r = first, first + stride, ... < rows) that
 // stages each row of n elements (x_of(r)) into one of two buffers of `staging` by asynchronous 16-byte copies
 // (copy_async_16) issued before the block works on the previous row, so that a row's HBM latency overlaps
@@ -330,12 +352,7 @@ constexpr size_t staged_bytes_per_column() {
 template <typename T, int kThreads, typename XOf, typename Body>
 __device__ __forceinline__ void for_each_row_staged_ahead(T* staging, int64_t n, uint32_t first, uint32_t stride,
                                                           uint32_t rows, XOf x_of, Body body) {
-  constexpr int VEC = 16 / sizeof(T);
-  const auto stage = [&](uint32_t r, T* row) {
-    const T* x = x_of(r);
-    for (int64_t j = int64_t(threadIdx.x) * VEC; j < n; j += int64_t(kThreads) * VEC) copy_async_16(row + j, x + j);
-    copy_async_commit();
-  };
+  const auto stage = [&](uint32_t r, T* row) { copy_row_async<T, kThreads>(x_of(r), row, n); };
   if (first < rows) stage(first, staging);
   int buffer = 0;
   for (uint32_t r = first; r < rows; r += stride, buffer ^= 1) {
@@ -367,25 +384,39 @@ __device__ __forceinline__ auto staged_chunks4(const Staged* row) {
 
 constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
 
-// The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
-// shared memory and loops over rows persistently (rms_norm_rows, norm_fp32_rows): as many blocks as
-// `device` keeps resident, at most one per row.
-template <auto Kernel, typename... Args>
-void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
-                        const Args&... args) {
-  const size_t smem = size_t(cols) * staged_bytes;
-  // The kernel's static shared memory (its reductions' slots) counts against the same default limit.
+// Lets Kernel take `smem` bytes of dynamic shared memory: an opt-in above the default limit, up to the device's.
+// The kernel's static shared memory (its reductions' slots) counts against the same default limit.
+template <auto Kernel>
+void allow_dynamic_shared_bytes(size_t smem) {
   static const size_t static_smem = [] {
     cudaFuncAttributes attributes{};
     DFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, Kernel));
     return attributes.sharedSizeBytes;
   }();
-  if (smem + static_smem > kDefaultDynamicSharedBytes)  // an opt-in above the default limit, up to the device's
+  if (smem + static_smem > kDefaultDynamicSharedBytes)
     DFUSE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+}
+
+// The launch of a norm kernel that stages a row of `cols` elements of `staged_bytes` each in dynamic
+// shared memory and loops over rows persistently (rms_norm_rows with a cached operand): as many blocks as
+// `device` keeps resident, at most one per row.
+template <auto Kernel, typename... Args>
+void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_bytes, int device, cudaStream_t stream,
+                        const Args&... args) {
+  const size_t smem = size_t(cols) * staged_bytes;
+  allow_dynamic_shared_bytes<Kernel>(smem);
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
   const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);
   Kernel<<<uint32_t(std::min<int64_t>(rows, resident)), threads, smem, stream>>>(args...);
+  DFUSE_CUDA_CHECK_LAUNCH();
+}
+
+// The launch of a norm kernel that takes one row per block, staged in `smem` bytes of dynamic shared memory.
+template <auto Kernel, typename... Args>
+void launch_row_per_block(int threads, int64_t rows, size_t smem, cudaStream_t stream, const Args&... args) {
+  allow_dynamic_shared_bytes<Kernel>(smem);
+  Kernel<<<uint32_t(rows), threads, smem, stream>>>(args...);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 
