@@ -1,15 +1,14 @@
 // The CUDA kernel behind the RMSNorm + epilogue ops (parameters and host twin:
-// ops/norm/rmsnorm_rows.h). A block normalizes a row: the row of x is read once from HBM with VEC-element
-// vectors (16 bytes when every row operand allows; then by asynchronous copies) into shared memory bit for bit
-// (in T), the statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh;
-// aten assigns a lane up to 40 four-element chunks of a row, so the row is staged rather than held
-// in registers), then each thread produces VEC outputs at a time from the staged row, the weight and
-// the epilogue's operands, and writes them once. A block takes one row, and an SM holds twelve such blocks of
-// 128 threads; where the epilogue has a cached operand (RmsNormCachedOperand) the blocks are persistent over
-// rows instead, and on the 16-byte path stage their next row while they normalize the current one
-// (cuda/rowwise.cuh, for_each_row_staged_ahead; two staging buffers). Blocks are 128 threads (aten's
-// vectorized RMSNorm block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's generic path,
-// whose Welford fold needs aten's 512 threads.
+// ops/norm/rmsnorm_rows.h). A block normalizes a row: the row of x is read once from HBM with VEC-element vectors (16
+// bytes when every row operand allows; then by asynchronous copies) into shared memory bit for bit (in T), the
+// statistics are folded from there in the eager chain's exact order (cuda/rms_norm_stats.cuh; aten assigns a lane up to
+// 40 four-element chunks of a row, so the row is staged rather than held in registers), then each thread produces VEC
+// outputs at a time from the staged row, the weight and the epilogue's operands, and writes them once. A block takes
+// one row, and the 128-thread kernels are compiled for twelve blocks per SM; where the epilogue has a cached operand
+// (RmsNormCachedOperand) the blocks are persistent over rows instead, and on the 16-byte path stage their next row
+// while they normalize the current one (cuda/rowwise.cuh, for_each_row_staged_ahead; two staging buffers). Blocks are
+// 128 threads (aten's vectorized RMSNorm block and the decomposed chain's emulated lanes) or 512 for F.rms_norm's
+// generic path, whose Welford fold needs aten's 512 threads.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -127,9 +126,9 @@ struct RmsNormEpilogueInputs {
 };
 
 // Blocks per SM of 128 threads the one-row kernels are compiled for: 40 registers. Against the persistent
-// blocks before them (79 registers, 6 per SM, each row's loads behind the last row's work): rmsnorm_scale 562.8 ->
-// 533.0 us at Wan 2.1 (H100, dfuse bench, session 21 run 1); 9 per SM (no bound, 56 registers) 531.5, 16 per SM
-// (32 registers, epilogue batch 1) 537.9.
+// blocks before them (79 registers, 6 per SM): rmsnorm_scale 562.8 -> 533.0 us at Wan 2.1 (H100, dfuse bench,
+// session 21 run 1; 9 per SM, no bound, 56 registers: 531.5; 16 per SM, 32 registers, epilogue batch 1: 537.9),
+// 430.4 -> 392.6 on the H200 (torch_bench, run 2).
 constexpr int kRmsNormRowBlocksPerSm = 12;
 
 // Vectors per thread whose inputs the epilogue loads before it uses any (their latencies overlap). In 128-thread
