@@ -109,10 +109,43 @@ __device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor
 // sequence around each): both halves of a warp call these together (half_warp_row).
 constexpr int kLaneElements = 8;
 
-// Rows a half-warp takes per iteration, all loaded before any is reduced, for rows of 128 K elements: 32
-// bytes of loads in flight per lane for 16-bit T (64 for f32 rows of 128); one 16-byte load at a time left
-// too few bytes in flight per SM to cover HBM's latency at the occupancy these kernels reach.
-constexpr int half_warp_rows_in_flight(int K) { return K == 1 ? 2 : 1; }
+// Lane j's elements 8j .. 8j + 7 of one 128-element block of a row, as loaded: whole 16-byte packs of T (one for
+// 16-bit T, two for f32), so that 16-bit rows in flight take half the registers floats would.
+template <typename T>
+struct LaneHead {
+  static constexpr int kVec = 16 / sizeof(T);
+  Pack<T, kVec> pack[kLaneElements / kVec];
+
+  __device__ __forceinline__ void load(const T* p) {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].load(p + h * kVec);
+  }
+  __device__ __forceinline__ void store(T* p) const {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].store_global(p + h * kVec);
+  }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].fill(T{});
+  }
+  __device__ __forceinline__ T get(int e) const { return pack[e / kVec].get(e % kVec); }
+  __device__ __forceinline__ void set(int e, T v) { pack[e / kVec].set(e % kVec, v); }
+  __device__ __forceinline__ void to_floats(float (&out)[kLaneElements]) const {
+#pragma unroll
+    for (int e = 0; e < kLaneElements; ++e) out[e] = Storage<T>::load(get(e));
+  }
+};
+
+// Rows a half-warp takes per iteration, all loaded before any is reduced, for rows of 128 K elements of T: 64
+// bytes of loads in flight per lane (16 registers of packs; one row where a row is more), four rows of 128
+// 16-bit elements. Two rows of 16-bit T
+// (32 bytes) left the H200's HBM short of loads in flight at the four blocks of 256 per SM these kernels reach
+// (qk_head_layernorm at 74.5% of copy there, 92% on the H100).
+template <typename T>
+constexpr int half_warp_rows_in_flight(int K) {
+  const int rows = int(64 / (K * kLaneElements * sizeof(T)));
+  return rows > 1 ? rows : 1;
+}
 
 // A grid-stride loop over rows by half-warps that keeps both halves of a warp together: the warp takes
 // rows warp_first .. warp_first + 2R - 1 (R rows per half) and runs while warp_first < rows; the half's
@@ -130,14 +163,21 @@ __device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int slot,
 template <typename T, int K, int R>
 __device__ __forceinline__ void load_half_warp_rows(const RowGeometry& geom, const RowOperand& x, uint32_t warp_first,
                                                     uint32_t rows, int64_t first, uint32_t (&idx)[R][3],
-                                                    bool (&writes)[R], float (&v)[R][K][kLaneElements]) {
+                                                    bool (&writes)[R], LaneHead<T> (&v)[R][K]) {
 #pragma unroll
   for (int b = 0; b < R; ++b) {
     geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
     const T* row = static_cast<const T*>(x.data) + x.offset(idx[b]) + first;
 #pragma unroll
-    for (int k = 0; k < K; ++k) load_as_floats(row + 128 * k, v[b][k]);
+    for (int k = 0; k < K; ++k) v[b][k].load(row + 128 * k);
   }
+}
+
+// The K blocks of a row held as packs, as floats.
+template <typename T, int K>
+__device__ __forceinline__ void lane_floats(const LaneHead<T> (&v)[K], float (&out)[K][kLaneElements]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k].to_floats(out[k]);
 }
 
 // warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the

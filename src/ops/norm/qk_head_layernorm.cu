@@ -103,14 +103,14 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
 // Heads of 128 K elements (K = 1, 2) on aten's vectorized path whose rows, weight and bias allow 16-byte
 // accesses: lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7, the statistics come from
 // half_warp_layer_norm_stats (aten's block order), the affine parameters are read once per thread, and a
-// half-warp keeps half_warp_rows_in_flight(K) heads in flight (the QK-norm + RoPE rows' layout,
+// half-warp keeps half_warp_rows_in_flight<T>(K) heads in flight (the QK-norm + RoPE rows' layout,
 // cuda/rms_norm_stats.cuh). blockIdx.y is the tensor (q, k); blocks grid-stride over its heads, launched as the
 // RoPE kernels are (ops/rope/rope_launch.cuh). kAffine: both tensors have a weight and a bias (the models'
 // norm_q / norm_k), known when compiling; otherwise their presence is read per tensor.
 template <typename T, int K, bool kAffine>
-__global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
   using S = Storage<T>;
-  constexpr int R = half_warp_rows_in_flight(K);
+  constexpr int R = half_warp_rows_in_flight<T>(K);
   constexpr uint32_t kBlockRows = kRopeThreads / 16 * R;
   constexpr int kVec = 16 / sizeof(T);
   const HeadLayerNorm& h = p.head[blockIdx.y];
@@ -131,11 +131,13 @@ __global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkH
        warp_first += gridDim.x * kBlockRows) {
     uint32_t idx[R][3];
     bool writes[R];
-    float v[R][K][kLaneElements];
-    load_half_warp_rows<T>(h.geom, h.x, warp_first, rows, first, idx, writes, v);
+    LaneHead<T> packed[R][K];
+    load_half_warp_rows<T>(h.geom, h.x, warp_first, rows, first, idx, writes, packed);
 #pragma unroll
     for (int b = 0; b < R; ++b) {
-      const LayerNormStats st = half_warp_layer_norm_stats<K>(v[b], n);
+      float v[K][kLaneElements];
+      lane_floats<T>(packed[b], v);
+      const LayerNormStats st = half_warp_layer_norm_stats<K>(v, n);
       const float rstd = layer_norm_rstd(st.var, p.eps);
       T* out = static_cast<T*>(h.out.data) + h.out.offset(idx[b]) + first;
 #pragma unroll
@@ -143,7 +145,7 @@ __global__ void __launch_bounds__(kRopeThreads) qk_head_layernorm_vec_kernel(QkH
         Pack<T, kVec> o[kLaneElements / kVec];
 #pragma unroll
         for (int e = 0; e < kLaneElements; ++e)
-          o[e / kVec].set(e % kVec, S::store(layer_norm_element(LayerNormPath::vectorized, v[b][k][e], st.mean, rstd,
+          o[e / kVec].set(e % kVec, S::store(layer_norm_element(LayerNormPath::vectorized, v[k][e], st.mean, rstd,
                                                                 has_gamma, gamma[k][e], has_beta, beta[k][e], e % 4)));
         if (writes[b])
 #pragma unroll
@@ -190,7 +192,7 @@ void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
       using T = decltype(tag);
       const auto launch = [&]<int K, bool kAffine>() {
         launch_rope_kernel<qk_head_layernorm_vec_kernel<T, K, kAffine>>(
-            p.device, heads * 16 / half_warp_rows_in_flight(K), 2, s, p);
+            p.device, heads * 16 / half_warp_rows_in_flight<T>(K), 2, s, p);
       };
       if (p.head[0].geom.cols == 128)
         affine ? launch.template operator()<1, true>() : launch.template operator()<1, false>();

@@ -141,7 +141,7 @@ __device__ float half_warp_qk_rms_norm_inv(const RmsNormRowsParams& n, const flo
 }
 
 template <typename T, int K>
-__global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
+__global__ void __launch_bounds__(kQkWarps * 32, K <= 2 ? 4 : 1) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPacks = kLaneElements / kVec;
   const RmsNormRowsParams& n = blockIdx.y == 0 ? p.q : p.k;
@@ -153,21 +153,20 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
     for (int k = 0; k < K; ++k)
 #pragma unroll
       for (int h = 0; h < kPacks; ++h) weight[k][h].load(static_cast<const T*>(n.weight) + 128 * k + first + h * kVec);
-  constexpr int R = half_warp_rows_in_flight(K);
+  constexpr int R = half_warp_rows_in_flight<T>(K);
   constexpr uint32_t kBlockRows = 2 * kQkWarps * R;
   for (uint32_t warp_first = blockIdx.x * kBlockRows + threadIdx.x / 32 * (2 * R); warp_first < rows;
        warp_first += gridDim.x * kBlockRows) {
     uint32_t idx[R][3];
     bool writes[R];
-    float v[R][K][kLaneElements];
-    load_half_warp_rows<T>(n.rows.geom, n.rows.in[0], warp_first, rows, first, idx, writes, v);
-    float inv[R];
-#pragma unroll
-    for (int b = 0; b < R; ++b)
-      inv[b] = half_warp_qk_rms_norm_inv<T, K>(n, v[b]);
+    LaneHead<T> packed[R][K];
+    load_half_warp_rows<T>(n.rows.geom, n.rows.in[0], warp_first, rows, first, idx, writes, packed);
     with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
       for (int b = 0; b < R; ++b) {
+        float v[K][kLaneElements];
+        lane_floats<T>(packed[b], v);
+        const float inv = half_warp_qk_rms_norm_inv<T, K>(n, v);
         if (!writes[b]) continue;
         T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx[b]) + first;
 #pragma unroll
@@ -178,7 +177,7 @@ __global__ void __launch_bounds__(kQkWarps * 32) qk_rmsnorm_vec_kernel(QkRmsNorm
 #pragma unroll
             for (int e = 0; e < kVec; ++e) {
               const float w = decltype(element)::kHasWeight ? Storage<T>::load(weight[k][h].get(e)) : 1.0f;
-              y[e] = element(v[b][k][h * kVec + e], inv[b], w);
+              y[e] = element(v[k][h * kVec + e], inv, w);
             }
             pack_rounded<T>(y).store_global(out + 128 * k + h * kVec);
           }
@@ -202,7 +201,7 @@ void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
   int per_sm = 0;
   DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
   const int64_t rows = std::max(p.q.rows.geom.rows(), p.k.rows.geom.rows());
-  const int64_t block_rows = 2 * kQkWarps * half_warp_rows_in_flight(K);
+  const int64_t block_rows = 2 * kQkWarps * half_warp_rows_in_flight<T>(K);
   const int64_t wanted = (rows + block_rows - 1) / block_rows;
   // q's and k's blocks share the resident slots.
   const int64_t resident = std::max<int64_t>(1, int64_t(multiprocessor_count(p.q.rows.device)) * per_sm / 2);

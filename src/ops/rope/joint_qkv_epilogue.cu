@@ -159,28 +159,6 @@ void launch(const JointQkvParams& p, cudaStream_t stream) {
 
 // ---- the head-group form: half a warp per group of a token's heads, 16-byte accesses ---------------------------
 
-// Lane j's elements 8j .. 8j + 7 of one head, as whole 16-byte packs (one for 16-bit T, two for f32).
-template <typename T>
-struct LaneHead {
-  static constexpr int kVec = 16 / sizeof(T);
-  Pack<T, kVec> pack[kLaneElements / kVec];
-
-  __device__ __forceinline__ void load(const T* p) {
-#pragma unroll
-    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].load(p + h * kVec);
-  }
-  __device__ __forceinline__ void store(T* p) const {
-#pragma unroll
-    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].store_global(p + h * kVec);
-  }
-  __device__ __forceinline__ void zero() {
-#pragma unroll
-    for (int h = 0; h < kLaneElements / kVec; ++h) pack[h].fill(T{});
-  }
-  __device__ __forceinline__ T get(int e) const { return pack[e / kVec].get(e % kVec); }
-  __device__ __forceinline__ void set(int e, T v) { pack[e / kVec].set(e % kVec, v); }
-};
-
 // The items of the head-group form. The guards give every part the first q's batch and head counts, so one cut
 // of the heads serves all six; item i of part k is group i % groups_per_token of token i / groups_per_token
 // (b * S + s, S = the part's outer dim 1).
@@ -210,7 +188,9 @@ __global__ void __launch_bounds__(kRopeThreads, 4)
     joint_qkv_head_group_kernel(const __grid_constant__ JointQkvParams p, const __grid_constant__ JointQkvGroups g) {
   static_assert(kRotation != PairRotation::none, "the kernel of a launch's rotation kind");
   using S = Storage<T>;
-  constexpr int R = half_warp_rows_in_flight(1);  // heads loaded before any is reduced
+  // Heads loaded before any is reduced: two, not half_warp_rows_in_flight's four 16-bit heads, which ran no faster
+  // here at three blocks per SM and slower at four (spills; docs/BENCHMARKS.md, session 22 run 1).
+  constexpr int R = 2;
   const int first = kLaneElements * (threadIdx.x % 16);
   const uint32_t items = g.start[p.parts];
   int k = 0;  // the part of item warp_first, which only grows
@@ -258,8 +238,7 @@ __global__ void __launch_bounds__(kRopeThreads, 4)
       for (int b = 0; b < R; ++b) {
         if (part.normalize) {  // v[b] becomes the normalized head rounded to T
           float f[1][kLaneElements];
-#pragma unroll
-          for (int e = 0; e < kLaneElements; ++e) f[0][e] = S::load(v[b].get(e));
+          v[b].to_floats(f[0]);
           const float inv = half_warp_decomposed_inv_rms<1>(f, part.mean_factor, p.eps);
 #pragma unroll
           for (int e = 0; e < kLaneElements; ++e)

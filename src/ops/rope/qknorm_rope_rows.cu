@@ -156,11 +156,12 @@ __device__ __forceinline__ void qknorm_rope_vec_output(const QkNormRopeRows& p, 
   }
 }
 
-// Register bounds: D = 128 at 64 (four blocks per SM), D = 256 at 128 (two blocks).
+// Register bounds: D = 128 at 80 (three blocks per SM: its four 16-bit heads in flight spilled at 64), D = 256
+// at 128 (two blocks).
 template <typename T, typename Table, RopeMath M, RopePairing P, int K>
-__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2)
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2)
     qknorm_rope_head_group_kernel(HeadGroupLaunch launch) {
-  constexpr int R = half_warp_rows_in_flight(K);  // heads loaded before any is reduced
+  constexpr int R = half_warp_rows_in_flight<T>(K);  // heads loaded before any is reduced
   const uint32_t part = blockIdx.y;
   const QkNormRopeRows& p = launch.rows.part[part];
   const RmsNormRowsParams& n = p.norm;
@@ -169,14 +170,13 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2)
   const uint32_t groups = launch.groups_per_token[part], heads = uint32_t(n.rows.geom.outer[2]);
   const uint32_t tokens_inner = uint32_t(n.rows.geom.outer[1]);
   const int64_t first = kLaneElements * (threadIdx.x % 16);
-  float weight[K][kLaneElements];
+  LaneHead<T> weight[K];  // held in T (fewer registers); read only where the chain has a weight
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (n.weight)
-      load_as_floats(static_cast<const T*>(n.weight) + 128 * k + first, weight[k]);
+      weight[k].load(static_cast<const T*>(n.weight) + 128 * k + first);
     else
-#pragma unroll
-      for (int e = 0; e < kLaneElements; ++e) weight[k][e] = 1.0f;
+      weight[k].zero();
   }
   // Both halves of a warp take items warp_first and warp_first + 1 (half_warp_row: a half given an item past
   // the last redoes warp_first's and writes nothing; the shuffles span the warp).
@@ -200,38 +200,38 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2)
     for (uint32_t h = h0; h < h0 + group; h += R) {
       int64_t head[R];
       bool writes[R];
-      float v[R][K][kLaneElements];
+      LaneHead<T> packed[R][K];
 #pragma unroll
       for (int b = 0; b < R; ++b) {
         const bool inside = h + b < h_end;
         writes[b] = item_writes && inside;
         head[b] = inside ? int64_t(h + b - h0) : 0;
 #pragma unroll
-        for (int k = 0; k < K; ++k) load_as_floats(x + head[b] * in.stride[2] + 128 * k, v[b][k]);
+        for (int k = 0; k < K; ++k) packed[b][k].load(x + head[b] * in.stride[2] + 128 * k);
       }
-      float inv[R];
-#pragma unroll
-      for (int b = 0; b < R; ++b) inv[b] = half_warp_rms_norm_inv<K>(n, v[b]);
       with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
-        for (int b = 0; b < R; ++b)
+        for (int b = 0; b < R; ++b) {
+          float v[K][kLaneElements];
+          lane_floats<T>(packed[b], v);
+          const float inv = half_warp_rms_norm_inv<K>(n, v);
 #pragma unroll
           for (int k = 0; k < K; ++k)
 #pragma unroll
-            for (int e = 0; e < kLaneElements; ++e)
-              v[b][k][e] = qknorm_rope_normalized<T>(p, element, v[b][k][e], inv[b], weight[k][e]);
-      });
+            for (int e = 0; e < kLaneElements; ++e) {
+              const float w = decltype(element)::kHasWeight ? Storage<T>::load(weight[k].get(e)) : 1.0f;
+              v[k][e] = qknorm_rope_normalized<T>(p, element, v[k][e], inv, w);
+            }
+          qknorm_rope_vec_output<T, M, P, K>(p, v, c, s, out_first + head[b] * out.stride[2], writes[b]);
+          if (p.copies && writes[b]) {
+            uint32_t hidx[3] = {idx[0], idx[1], h0 + uint32_t(head[b])};
+            const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(hidx) + first;
+            T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(hidx) + first;
 #pragma unroll
-      for (int b = 0; b < R; ++b) {
-        qknorm_rope_vec_output<T, M, P, K>(p, v[b], c, s, out_first + head[b] * out.stride[2], writes[b]);
-        if (p.copies && writes[b]) {
-          uint32_t hidx[3] = {idx[0], idx[1], h0 + uint32_t(head[b])};
-          const T* src = static_cast<const T*>(p.copy_src.data) + p.copy_src.offset(hidx) + first;
-          T* dst = static_cast<T*>(p.copy_dst.data) + p.copy_dst.offset(hidx) + first;
-#pragma unroll
-          for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
+            for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
+          }
         }
-      }
+      });
     }
   }
 }
