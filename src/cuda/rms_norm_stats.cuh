@@ -138,9 +138,9 @@ struct LaneHead {
 
 // Rows a half-warp takes per iteration, all loaded before any is reduced, for rows of 128 K elements of T: 64
 // bytes of loads in flight per lane (16 registers of packs; one row where a row is more), four rows of 128
-// 16-bit elements. Two rows of 16-bit T
-// (32 bytes) left the H200's HBM short of loads in flight at the four blocks of 256 per SM these kernels reach
-// (qk_head_layernorm at 74.5% of copy there, 92% on the H100).
+// 16-bit elements. Two rows of 16-bit T (32 bytes) left the H200's HBM short of loads in flight at the blocks
+// per SM these kernels reach: four rows took qk_head_layernorm from 74.3% to 77.2% of copy there and the QK-norm
+// + RoPE rows from 82.8% to 85.7% at Wan 2.1 (docs/BENCHMARKS.md, session 22).
 template <typename T>
 constexpr int half_warp_rows_in_flight(int K) {
   const int rows = int(64 / (K * kLaneElements * sizeof(T)));

@@ -106,7 +106,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
 // half-warp keeps half_warp_rows_in_flight<T>(K) heads in flight (the QK-norm + RoPE rows' layout,
 // cuda/rms_norm_stats.cuh). blockIdx.y is the tensor (q, k); blocks grid-stride over its heads, launched as the
 // RoPE kernels are (ops/rope/rope_launch.cuh). kAffine: both tensors have a weight and a bias (the models'
-// norm_q / norm_k), known when compiling; otherwise their presence is read per tensor.
+// norm_q / norm_k), known when compiling; otherwise their presence is read per tensor. Register bounds: D = 128
+// at 64 (four blocks per SM; unbounded, ptxas took 76 for four 16-bit heads in flight: three blocks), D = 256 at
+// 128.
 template <typename T, int K, bool kAffine>
 __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
   using S = Storage<T>;

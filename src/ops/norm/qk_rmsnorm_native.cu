@@ -140,6 +140,8 @@ __device__ float half_warp_qk_rms_norm_inv(const RmsNormRowsParams& n, const flo
   return half_warp_rms_norm_inv<K>(n, x);
 }
 
+// Register bound for rows of 128 and 256: 64 (four blocks per SM; unbounded, ptxas took 78 for four 16-bit rows in
+// flight: three blocks).
 template <typename T, int K>
 __global__ void __launch_bounds__(kQkWarps * 32, K <= 2 ? 4 : 1) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
   constexpr int kVec = 16 / sizeof(T);
