@@ -87,6 +87,39 @@ DFUSE_HD WelfordVec welford_vec_combine(WelfordVec own, WelfordVec other) {
   return {mean, sigma2, count};
 }
 
+// welford_vec_combine(own, other) of two states of `count` elements each, given share, both of its
+// coefficients (other.count / total = own.count / total = count * (1 / (count + count))).
+DFUSE_HD WelfordVec welford_vec_combine_equal(WelfordVec own, WelfordVec other, float count, float share) {
+  const float delta = sub_rn(own.mean, other.mean);
+  const float mean = fma_rn(share, other.mean, mul_rn(share, own.mean));
+  const float sigma2 = fma_rn(mul_rn(mul_rn(delta, delta), count), share, add_rn(other.sigma2, own.sigma2));
+  return {mean, sigma2, add_rn(count, count)};
+}
+
+// The vectorized block reduction's steps (shuffle offsets 16 .. 1, then warps 0 + 2 and 1 + 3, then 0 + 1)
+// when every thread folds the same number of elements, 4 n / 512 (n a multiple of 512): at step l both states
+// hold count[l] = 4 n / 512 * 2^l elements and share[l] is welford_vec_combine's coefficient for them, computed
+// here on the host with its operations, so that the kernels combine with two constants instead of shuffling
+// the counts and dividing. uniform is false for other n (the kernels then combine as aten does).
+struct WelfordBlockFold {
+  static constexpr int kSteps = 7;
+  bool uniform = false;
+  float count[kSteps] = {}, share[kSteps] = {};
+};
+
+inline WelfordBlockFold welford_block_fold(int64_t n) {
+  WelfordBlockFold f;
+  if (n <= 0 || n % 512 != 0) return f;
+  f.uniform = true;
+  float count = float(4 * (n / 512));
+  for (int l = 0; l < WelfordBlockFold::kSteps; ++l) {
+    f.count[l] = count;
+    f.share[l] = mul_rn(count, div_rn(1.0f, add_rn(count, count)));
+    count = add_rn(count, count);
+  }
+  return f;
+}
+
 // Generic-path Welford state (WelfordOps<float, float, int64_t>): the count as an integer and as float.
 struct WelfordGeneric {
   float mean = 0.0f, m2 = 0.0f;

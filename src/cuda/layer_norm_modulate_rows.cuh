@@ -43,7 +43,7 @@ struct LayerNormPairEpilogue {
 // where one serves); otherwise `runtime_vec` says which operands allow vector accesses.
 template <typename Epi, typename T, int Cached, bool kAligned>
 __global__ void __launch_bounds__(kLayerNormVecThreads)
-    layernorm_modulate_vectorized(LayernormModulateParams p, VecFlags runtime_vec) {
+    layernorm_modulate_vectorized(LayernormModulateParams p, VecFlags runtime_vec, WelfordBlockFold fold) {
   using S = Storage<T>;
   const RowwiseParams& q = p.rows;
   const VecFlags vec = kAligned ? VecFlags{true, true, true, true} : runtime_vec;
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
 
   if constexpr (Cached > 0) {
     Chunk4<T> xc[Cached];
-    const LayerNormStats stats = load_layer_norm_row_cached(x, n, vec.x, xc);
+    const LayerNormStats stats = load_layer_norm_row_cached(x, n, vec.x, fold, xc);
     const float rstd = layer_norm_rstd(stats.var, p.eps);
     for_each_cached_chunk(xc, n, [&](int64_t i, const Chunk4<T>& c) {
       emit(i, c, load_chunk4(scale, i, scale_cs, vec.scale), load_chunk4(shift, i, shift_cs, vec.shift), stats.mean,
@@ -138,11 +138,12 @@ void layernorm_modulate_rows_cuda(const LayernormModulateParams& p, Stream strea
     using T = decltype(tag);
     const unsigned grid = unsigned(rows);
     if (p.path == LayerNormPath::vectorized) {
+      const WelfordBlockFold fold = welford_block_fold(p.rows.geom.cols);
       with_layer_norm_cached(p.rows.geom.cols, [&]<int Cached>() {
         if (vec.x && vec.scale && vec.shift && vec.out)
-          layernorm_modulate_vectorized<Epi, T, Cached, true><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+          layernorm_modulate_vectorized<Epi, T, Cached, true><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec, fold);
         else
-          layernorm_modulate_vectorized<Epi, T, Cached, false><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec);
+          layernorm_modulate_vectorized<Epi, T, Cached, false><<<grid, kLayerNormVecThreads, 0, s>>>(p, vec, fold);
       });
     } else
       layernorm_modulate_generic<Epi, T><<<unsigned(rows), kLayerNormMomentsThreads, 0, s>>>(p);

@@ -47,25 +47,41 @@ __device__ __forceinline__ void store_chunk4(T* row, int64_t i, const Chunk4<T>&
 }
 
 // The block part of the vectorized kernel's reduction: `s` is this thread's fold of its chunks
-// (thread t: chunks t, t+128, ..., elements in order).
-__device__ inline LayerNormStats block_layer_norm_reduce_vectorized(WelfordVec s, int64_t n) {
+// (thread t: chunks t, t+128, ..., elements in order); `fold` its steps' coefficients where every thread holds
+// the same count (welford_block_fold), else the general combine.
+__device__ inline LayerNormStats block_layer_norm_reduce_vectorized(WelfordVec s, int64_t n,
+                                                                    const WelfordBlockFold& fold) {
   __shared__ WelfordVec partial[2];
   __shared__ LayerNormStats result;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const auto combine = [&](WelfordVec own, WelfordVec other, int step) {
+    return fold.uniform ? welford_vec_combine_equal(own, other, fold.count[step], fold.share[step])
+                        : welford_vec_combine(own, other);
+  };
+  if (fold.uniform) {
 #pragma unroll
-  for (int off = 16; off >= 1; off /= 2) {
-    const WelfordVec other{__shfl_down_sync(0xffffffffu, s.mean, off), __shfl_down_sync(0xffffffffu, s.sigma2, off),
-                           __shfl_down_sync(0xffffffffu, s.count, off)};
-    s = welford_vec_combine(s, other);
+    for (int off = 16, step = 0; off >= 1; off /= 2, ++step) {
+      const WelfordVec other{__shfl_down_sync(0xffffffffu, s.mean, off),
+                             __shfl_down_sync(0xffffffffu, s.sigma2, off)};
+      s = welford_vec_combine_equal(s, other, fold.count[step], fold.share[step]);
+    }
+  } else {
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) {
+      const WelfordVec other{__shfl_down_sync(0xffffffffu, s.mean, off),
+                             __shfl_down_sync(0xffffffffu, s.sigma2, off),
+                             __shfl_down_sync(0xffffffffu, s.count, off)};
+      s = welford_vec_combine(s, other);
+    }
   }
   if (lane == 0 && warp >= 2) partial[warp - 2] = s;
   __syncthreads();
-  if (lane == 0 && warp < 2) s = welford_vec_combine(s, partial[warp]);
+  if (lane == 0 && warp < 2) s = combine(s, partial[warp], 5);
   __syncthreads();
   if (lane == 0 && warp == 1) partial[0] = s;
   __syncthreads();
   if (tid == 0) {
-    s = welford_vec_combine(s, partial[0]);
+    s = combine(s, partial[0], 6);
     result = {s.mean, div_rn(s.sigma2, float(n))};
   }
   __syncthreads();
@@ -102,13 +118,14 @@ __device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t
       for (int k = 0; k < 4; ++k) s = welford_vec_update(s, v[k]);
     }
   }
-  return block_layer_norm_reduce_vectorized(s, n);
+  return block_layer_norm_reduce_vectorized(s, n, WelfordBlockFold{});
 }
 
 // ---- the vectorized block's row held in registers ----------------------------------------------------
 // Rows up to 512 * Cached elements: a thread of the 128-thread block loads its chunks tid + 128 j (j < Cached)
 // of x into xc, all before the reduction (the row in flight at once and read once from HBM), and folds them in
-// aten's order, each element's count a compile-time constant. `vec`: the row allows 4-element accesses. Every
+// aten's order, each element's count a compile-time constant, then the block's in aten's order with `fold`
+// (welford_block_fold(n), made by the launch). `vec`: the row allows 4-element accesses. Every
 // thread of the block calls it and receives the row's statistics; the caller then emits chunk tid + 128 j from
 // xc[j] for each j with layer_norm_cached_chunk(j) < n / 4 (for_each_cached_chunk).
 constexpr int kLayerNormMaxCached = 12;
@@ -119,6 +136,7 @@ __device__ __forceinline__ int64_t layer_norm_cached_chunk(int j) {
 
 template <typename T, int Cached>
 __device__ __forceinline__ LayerNormStats load_layer_norm_row_cached(const T* x, int64_t n, bool vec,
+                                                                     const WelfordBlockFold& fold,
                                                                      Chunk4<T> (&xc)[Cached]) {
   using S = Storage<T>;
   const int64_t chunks = n / 4;
@@ -131,7 +149,7 @@ __device__ __forceinline__ LayerNormStats load_layer_norm_row_cached(const T* x,
     if (layer_norm_cached_chunk(j) < chunks)
 #pragma unroll
       for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
-  return block_layer_norm_reduce_vectorized(s, n);
+  return block_layer_norm_reduce_vectorized(s, n, fold);
 }
 
 // f(i, xc[j]) for the thread's cached chunks i = layer_norm_cached_chunk(j) of a row of n elements.
@@ -260,27 +278,40 @@ __device__ __forceinline__ WelfordVec welford_vec_combine_counted(WelfordVec own
   }
 }
 
-// One level of a half-warp's shuffle-down fold (offset kOff) of two chunk states of kCount elements each (the
-// counts known, only the means and sums shuffled).
-template <int kOff, int kCount>
-__device__ __forceinline__ void half_warp_fold_level(WelfordVec (&c)[2]) {
-#pragma unroll
-  for (int b = 0; b < 2; ++b) {
-    const WelfordVec other{__shfl_down_sync(0xffffffffu, c[b].mean, kOff, 16),
-                           __shfl_down_sync(0xffffffffu, c[b].sigma2, kOff, 16), float(kCount)};
-    c[b] = welford_vec_combine_counted<kCount, kCount>(c[b], other);
-  }
+// The first level of a half-warp's shuffle-down fold of two chunk states per lane (lane offset 8, both
+// slots), one combine per lane: lane j < 8 combines its slot 0 with lane j + 8's, lane j + 8 lane j's slot 1
+// with its own, so that lanes 0..7 go on with slot 0's fold and lanes 8..15 with slot 1's. kCount elements
+// per state.
+template <int kCount>
+__device__ __forceinline__ WelfordVec half_warp_fold_split(const WelfordVec (&c)[2]) {
+  const bool low = threadIdx.x % 16 < 8;
+  const float sent_mean = low ? c[1].mean : c[0].mean, sent_sigma2 = low ? c[1].sigma2 : c[0].sigma2;
+  const WelfordVec got{__shfl_xor_sync(0xffffffffu, sent_mean, 8), __shfl_xor_sync(0xffffffffu, sent_sigma2, 8),
+                       float(kCount)};
+  return welford_vec_combine_counted<kCount, kCount>(low ? c[0] : got, low ? got : c[1]);
+}
+
+// One level (offset kOff) of the shuffle-down fold within each group of kWidth lanes, of states of kCount
+// elements each (the counts known, only the means and sums shuffled).
+template <int kOff, int kWidth, int kCount>
+__device__ __forceinline__ WelfordVec fold_level(WelfordVec c) {
+  const WelfordVec other{__shfl_down_sync(0xffffffffu, c.mean, kOff, kWidth),
+                         __shfl_down_sync(0xffffffffu, c.sigma2, kOff, kWidth), float(kCount)};
+  return welford_vec_combine_counted<kCount, kCount>(c, other);
 }
 
 // ---- half a warp computing what the vectorized block computes, for heads of 128 K elements -----------------
 // Lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7 (x[k][0..7]): aten's chunks 32k + 2j and
 // 32k + 2j + 1, which the 128-thread block gives threads 32k + 2j and 32k + 2j + 1 of its warp k (one chunk per
 // thread: counts 1..4). Warp k's shuffle-down fold over its 32 chunk states (offsets 16 .. 1) is, on chunks
-// held two per lane, the fold with lane offsets 8 .. 1 on both slots, then slot 0 with slot 1 in lane 0; the
-// warps then combine as (w0 + w2) + (w1 + w3), warps K.. empty. Both halves of a warp call it together (the
-// shuffles span the warp); every lane of a half receives its head's statistics.
+// held two per lane, the fold with lane offsets 8 .. 1 on both slots, then slot 0 with slot 1 in lane 0: here
+// the first level leaves slot 0's fold to lanes 0..7 and slot 1's to lanes 8..15 (half_warp_fold_split), the
+// next three fold within each group of 8 lanes, and lane 0 takes lane 8's state last. The warps then combine
+// as (w0 + w2) + (w1 + w3), warps K.. empty. Both halves of a warp call it together (the
+// shuffles span the warp); every lane of a half receives its head's statistics. The variance's division by
+// n = 128 K, a power of two, is the multiplication by 1 / n: the same correctly rounded quotient.
 template <int K>
-__device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int64_t n) {
+__device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8]) {
   static_assert(K >= 1 && K <= 4, "one aten warp per 128-element block");
   // Every lane's chunk holds 4 elements, and a shuffle past the half returns the lane's own state: at each
   // level every lane combines two states of equal, known counts (4, 8, 16, 32), so the counts are constants.
@@ -292,17 +323,15 @@ __device__ LayerNormStats half_warp_layer_norm_stats(const float (&x)[K][8], int
     for (int b = 0; b < 2; ++b)
 #pragma unroll
       for (int i = 0; i < 4; ++i) c[b] = welford_vec_update_nth(c[b], x[k][4 * b + i], i + 1);
-    half_warp_fold_level<8, 4>(c);
-    half_warp_fold_level<4, 8>(c);
-    half_warp_fold_level<2, 16>(c);
-    half_warp_fold_level<1, 32>(c);
-    w[k] = welford_vec_combine_counted<64, 64>(c[0], c[1]);
+    const WelfordVec slot = fold_level<1, 8, 32>(fold_level<2, 8, 16>(fold_level<4, 8, 8>(half_warp_fold_split<4>(c))));
+    w[k] = fold_level<8, 16, 64>(slot);
   }
   constexpr int kCount0 = 128, kCount1 = K > 1 ? 128 : 0, kCount2 = K > 2 ? 128 : 0, kCount3 = K > 3 ? 128 : 0;
   const WelfordVec s = welford_vec_combine_counted<kCount0 + kCount2, kCount1 + kCount3>(
       welford_vec_combine_counted<kCount0, kCount2>(w[0], w[2]),
       welford_vec_combine_counted<kCount1, kCount3>(w[1], w[3]));
-  return {__shfl_sync(0xffffffffu, s.mean, 0, 16), __shfl_sync(0xffffffffu, div_rn(s.sigma2, float(n)), 0, 16)};
+  constexpr float kInverseCount = 1.0f / float(128 * K);
+  return {__shfl_sync(0xffffffffu, s.mean, 0, 16), __shfl_sync(0xffffffffu, mul_rn(s.sigma2, kInverseCount), 0, 16)};
 }
 
 template <typename Load>

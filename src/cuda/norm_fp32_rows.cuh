@@ -109,7 +109,7 @@ struct NormFp32Access {
 // common case, no element-wise fallback compiled), else `runtime` says which do.
 template <typename T, int Cached, bool kAligned, typename Epi>
 __global__ void __launch_bounds__(kLayerNormVecThreads)
-    norm_fp32_layer_norm_cached(NormFp32RowsParams p, Epi epi, NormFp32Access runtime) {
+    norm_fp32_layer_norm_cached(NormFp32RowsParams p, Epi epi, NormFp32Access runtime, WelfordBlockFold fold) {
   using S = Storage<T>;
   const NormFp32Access vec = kAligned ? NormFp32Access{true, true, true, true, true} : runtime;
   const RowwiseParams& q = p.rows;
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
   const int64_t a_cs = kAligned ? 1 : q.in[1].col_stride, b_cs = kAligned ? 1 : q.in[2].col_stride;
   const int64_t n = q.geom.cols;
   Chunk4<T> xc[Cached];
-  const LayerNormStats st = load_layer_norm_row_cached(x, n, vec.x, xc);
+  const LayerNormStats st = load_layer_norm_row_cached(x, n, vec.x, fold, xc);
   const NormRowStats stats{st.mean, layer_norm_rstd(st.var, p.eps)};
   with_layer_norm_fp32_element<LayerNormPath::vectorized>(p, [&](auto element) {
     using Element = decltype(element);
@@ -155,10 +155,11 @@ void launch_norm_fp32_layer_norm_cached(const NormFp32RowsParams& p, Epi epi, cu
   const bool aligned = vec.x && vec.a && vec.b && vec.out && vec.affine && q.in[1].col_stride == 1 &&
                        q.in[2].col_stride == 1;
   const auto grid = uint32_t(q.geom.rows());
+  const WelfordBlockFold fold = welford_block_fold(q.geom.cols);
   if (aligned)
-    norm_fp32_layer_norm_cached<T, Cached, true><<<grid, kLayerNormVecThreads, 0, stream>>>(p, epi, vec);
+    norm_fp32_layer_norm_cached<T, Cached, true><<<grid, kLayerNormVecThreads, 0, stream>>>(p, epi, vec, fold);
   else
-    norm_fp32_layer_norm_cached<T, Cached, false><<<grid, kLayerNormVecThreads, 0, stream>>>(p, epi, vec);
+    norm_fp32_layer_norm_cached<T, Cached, false><<<grid, kLayerNormVecThreads, 0, stream>>>(p, epi, vec, fold);
   DFUSE_CUDA_CHECK_LAUNCH();
 }
 

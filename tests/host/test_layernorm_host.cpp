@@ -155,6 +155,43 @@ TEST(LayernormEager, PathsReduceInDifferentOrders) {
   EXPECT_GT(differing, 0);
 }
 
+// welford_block_fold's constants give welford_vec_combine's bits at every step of the vectorized block's
+// reduction where all threads fold the same count, on states with ordinary, huge (delta^2 * count overflows)
+// and subnormal means; other n take the general combine.
+TEST(LayernormStats, BlockFoldCombinesAsWelfordCombine) {
+  uint64_t s = 777;
+  const auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int64_t(s >> 40) % 2000001 - 1000000) / 1000.0f;
+  };
+  const auto bits = [](float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+  };
+  for (int64_t n : {512, 1536, 3072, 5120, 6144, 1 << 24}) {
+    const detail::WelfordBlockFold f = detail::welford_block_fold(n);
+    ASSERT_TRUE(f.uniform) << n;
+    EXPECT_EQ(f.count[0], float(4 * (n / 512))) << n;
+    for (int l = 0; l < detail::WelfordBlockFold::kSteps; ++l) {
+      if (l > 0) {
+        EXPECT_EQ(f.count[l], 2 * f.count[l - 1]) << n;
+      }
+      for (int i = 0; i < 300; ++i) {
+        const float scale = i % 3 == 0 ? 1.0f : (i % 3 == 1 ? 1e18f : 1e-40f);
+        const detail::WelfordVec own{next() * scale, std::fabs(next()) * scale, f.count[l]};
+        const detail::WelfordVec other{next() * scale, std::fabs(next()) * scale, f.count[l]};
+        const detail::WelfordVec want = detail::welford_vec_combine(own, other);
+        const detail::WelfordVec got = detail::welford_vec_combine_equal(own, other, f.count[l], f.share[l]);
+        ASSERT_EQ(bits(got.mean), bits(want.mean)) << n << " step " << l;
+        ASSERT_EQ(bits(got.sigma2), bits(want.sigma2)) << n << " step " << l;
+        ASSERT_EQ(got.count, want.count);
+      }
+    }
+  }
+  for (int64_t n : {0, 4, 256, 1000, 3840, 5124}) EXPECT_FALSE(detail::welford_block_fold(n).uniform) << n;
+}
+
 TEST(LayernormEager, RejectsWrongWeightShape) {
   std::vector<float> x(32), out(32), w(8);
   TensorView xv(x.data(), DType::f32, {4, 8}), ov(out.data(), DType::f32, {4, 8}), wv(w.data(), DType::f32, {4, 2});

@@ -51,7 +51,7 @@ constexpr int kFp32LayerNormBlocksPerSm = 8;
 
 template <typename T, int Cached, bool kAligned>
 __global__ void __launch_bounds__(kLayerNormVecThreads, kFp32LayerNormBlocksPerSm)
-    fp32_layernorm_vectorized(Fp32LayerNormParams p, Fp32LayerNormAccess runtime) {
+    fp32_layernorm_vectorized(Fp32LayerNormParams p, Fp32LayerNormAccess runtime, WelfordBlockFold fold) {
   using S = Storage<T>;
   const Fp32LayerNormAccess vec = kAligned ? Fp32LayerNormAccess{true, true, true} : runtime;
   uint32_t idx[3];
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads, kFp32LayerNormBlocksPerS
   Chunk4<T> xc[Cached > 0 ? Cached : 1];
   LayerNormStats stats;
   if constexpr (Cached > 0) {
-    stats = load_layer_norm_row_cached(x, n, vec.x, xc);
+    stats = load_layer_norm_row_cached(x, n, vec.x, fold, xc);
   } else {
     stats = block_layer_norm_stats_vectorized(
         [&](int64_t i, float v[4]) {
@@ -119,11 +119,12 @@ void launch(const Fp32LayerNormParams& p, unsigned rows, cudaStream_t s) {
   };
   const Fp32LayerNormAccess access{rows_aligned(p.x, p.dtype, vec_bytes), rows_aligned(p.out, p.dtype, vec_bytes),
                                    vec_row(p.weight, p.weight_stride) && vec_row(p.bias, p.bias_stride)};
+  const WelfordBlockFold fold = welford_block_fold(p.geom.cols);
   with_layer_norm_cached(p.geom.cols, [&]<int Cached>() {
     if (access.x && access.out && access.affine)
-      fp32_layernorm_vectorized<T, Cached, true><<<rows, kLayerNormVecThreads, 0, s>>>(p, access);
+      fp32_layernorm_vectorized<T, Cached, true><<<rows, kLayerNormVecThreads, 0, s>>>(p, access, fold);
     else
-      fp32_layernorm_vectorized<T, Cached, false><<<rows, kLayerNormVecThreads, 0, s>>>(p, access);
+      fp32_layernorm_vectorized<T, Cached, false><<<rows, kLayerNormVecThreads, 0, s>>>(p, access, fold);
   });
 }
 

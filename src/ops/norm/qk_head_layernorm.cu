@@ -107,17 +107,17 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
 // cuda/rms_norm_stats.cuh). blockIdx.y is the tensor (q, k); blocks grid-stride over its heads, launched as the
 // RoPE kernels are (ops/rope/rope_launch.cuh). kAffine: both tensors have a weight and a bias (the models'
 // norm_q / norm_k), known when compiling; otherwise their presence is read per tensor. Register bounds: D = 128
-// at 64 (four blocks per SM; unbounded, ptxas took 76 for four 16-bit heads in flight: three blocks), D = 256 at
-// 128.
+// at 80 (three blocks per SM; at four, 64 registers, the 16-bit forms spilled and Wan 2.1 ran 4.5% slower on an
+// H100: session 23 run 1), D = 256 at 128.
 template <typename T, int K, bool kAffine>
-__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
   using S = Storage<T>;
   constexpr int R = half_warp_rows_in_flight<T>(K);
   constexpr uint32_t kBlockRows = kRopeThreads / 16 * R;
   constexpr int kVec = 16 / sizeof(T);
   const HeadLayerNorm& h = p.head[blockIdx.y];
   const uint32_t rows = uint32_t(h.geom.rows());
-  const int64_t n = h.geom.cols, first = kLaneElements * (threadIdx.x % 16);
+  const int64_t first = kLaneElements * (threadIdx.x % 16);
   const bool has_gamma = kAffine || h.weight != nullptr, has_beta = kAffine || h.bias != nullptr;
   float gamma[K][kLaneElements], beta[K][kLaneElements];
 #pragma unroll
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 4 : 2) qk_head_layernor
     for (int b = 0; b < R; ++b) {
       float v[K][kLaneElements];
       lane_floats<T>(packed[b], v);
-      const LayerNormStats st = half_warp_layer_norm_stats<K>(v, n);
+      const LayerNormStats st = half_warp_layer_norm_stats<K>(v);
       const float rstd = layer_norm_rstd(st.var, p.eps);
       T* out = static_cast<T*>(h.out.data) + h.out.offset(idx[b]) + first;
 #pragma unroll
