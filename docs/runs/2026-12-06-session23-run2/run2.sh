@@ -28,6 +28,8 @@ build vec8
 timeout 60 python3 -m pytest -q python/tests/test_adaln_values_torch.py >$T/pytest_adaln_values_vec8.log 2>&1
 echo "pytest vec8 rc $? at ${SECONDS}s"
 bench vec8 temb_table_slices ltx2_ada_values
+cp /tmp/table_split_tree.cuh src/cuda/table_split.cuh
+build tree2
 bench tree2 temb_table_slices ltx2_ada_values
 FILES="src/common/layer_norm_stats.h src/cuda/layer_norm_stats.cuh src/cuda/layer_norm_modulate_rows.cuh src/cuda/norm_fp32_rows.cuh src/cuda/table_split.cuh src/ops/norm/fp32_layernorm_bf16.cu src/ops/norm/qk_head_layernorm.cu"
 mkdir -p /tmp/tree && for f in $FILES; do cp $f /tmp/tree/; done
