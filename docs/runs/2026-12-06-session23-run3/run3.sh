@@ -2,7 +2,11 @@
 # Session 23 run 3: ncu of temb_table_slices and ltx2_ada_values (the table split at eight blocks per SM, one vector per
 # thread for 32-byte vectors) and qk_head_layernorm beside torch.compile's kernels: duration, DRAM bytes read and
 # written, sections (gpu_check's profile step). The tree of the commit that adds this script.
+# The first call profiled run 2's last build (ea39805's files: the device's copy of the tree kept older mtimes than
+# its build outputs, so make rebuilt nothing; its profile.csv is in head_by_mistake/); the sources are touched first.
 set -u
+touch src/common/layer_norm_stats.h src/cuda/layer_norm_stats.cuh src/cuda/layer_norm_modulate_rows.cuh \
+  src/cuda/norm_fp32_rows.cuh src/cuda/table_split.cuh src/ops/norm/fp32_layernorm_bf16.cu src/ops/norm/qk_head_layernorm.cu
 T=/tmp/r3
 mkdir -p $T
 DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,memcheck,racecheck,pytest,dfuse_verify,dfuse_bench,torch_bench \
