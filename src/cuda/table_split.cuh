@@ -1,8 +1,8 @@
 // The CUDA kernel behind the table-split adaLN value ops (see common/table_split.h).
 //
-// One pass over a 1-D grid sized to the work: block x * parts + k writes kTableSplitThreads * U
-// consecutive VEC-element vectors of the dense output k (U = kTableSplitUnroll), thread t the vectors
-// x * kTableSplitThreads * U + u * kTableSplitThreads + t (u < U),
+// One pass over a 1-D grid sized to the work: block x * parts + k writes kTableSplitThreads *
+// kTableSplitUnroll consecutive VEC-element vectors of the dense output k, thread t the vectors
+// x * kTableSplitThreads * kTableSplitUnroll + u * kTableSplitThreads + t (u < kTableSplitUnroll),
 // so that every warp access of the values and of out[k] is one contiguous run of one stream, and the
 // parts of a run of rows go to consecutive blocks: the values are read nearly in memory order (part
 // by part in a 2-D grid, at a stride of parts x cols, was 1% slower: session 20, H100). Each
@@ -29,12 +29,7 @@
 namespace dfuse::detail {
 
 constexpr int kTableSplitThreads = 256;
-constexpr int kTableSplitBlocksPerSm = 8;  // every warp slot: 32 registers
-
-// Vectors per thread: two where a vector's values and table columns take at most 24 bytes, else one (at two,
-// those forms spill at 32 registers).
-template <typename Tab, typename Val, int VEC>
-constexpr int kTableSplitUnroll = (sizeof(Tab) + sizeof(Val)) * VEC <= 24 ? 2 : 1;
+constexpr int kTableSplitUnroll = 2;  // vectors per thread
 
 // The index arithmetic of table_split_kernel, set at launch: vector i of an output is column
 // vector i % vectors_per_row of row r = i / vectors_per_row, whose outer indices are
@@ -59,19 +54,18 @@ __device__ __forceinline__ void load_table_split_pack(const T* p, Pack<T, VEC>& 
 }
 
 template <typename Tab, typename Val, typename Out, int VEC, typename Fn>
-__global__ void __launch_bounds__(kTableSplitThreads, kTableSplitBlocksPerSm)
+__global__ void __launch_bounds__(kTableSplitThreads)
     table_split_kernel(TableSplitParams p, Fn fn, TableSplitGrid grid, uint32_t vectors) {
   const uint32_t block = blockIdx.x / uint32_t(p.parts);  // the parts of one run of rows in consecutive blocks
   const int k = int(blockIdx.x - block * uint32_t(p.parts));
-  constexpr int kUnroll = kTableSplitUnroll<Tab, Val, VEC>;
-  const uint32_t first = block * (kTableSplitThreads * kUnroll) + threadIdx.x;
+  const uint32_t first = block * (kTableSplitThreads * kTableSplitUnroll) + threadIdx.x;
   const Val* values = static_cast<const Val*>(p.values) + k * p.values_part_stride;
   const Tab* table = static_cast<const Tab*>(p.table) + k * p.table_part_stride;
   const auto outer1 = uint32_t(p.outer[1]);
-  Pack<Val, VEC> v[kUnroll];
-  Pack<Tab, VEC> w[kUnroll];
+  Pack<Val, VEC> v[kTableSplitUnroll];
+  Pack<Tab, VEC> w[kTableSplitUnroll];
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
+  for (int u = 0; u < kTableSplitUnroll; ++u) {
     const uint32_t i = first + u * kTableSplitThreads;
     if (i >= vectors) break;
     const uint32_t row = grid.vectors_per_row.div(i);
@@ -83,7 +77,7 @@ __global__ void __launch_bounds__(kTableSplitThreads, kTableSplitBlocksPerSm)
   }
   Out* out = static_cast<Out*>(p.out[k]);
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
+  for (int u = 0; u < kTableSplitUnroll; ++u) {
     const uint32_t i = first + u * kTableSplitThreads;
     if (i >= vectors) break;
     Pack<Out, VEC> result;
@@ -101,7 +95,7 @@ void launch_table_split_vec(const TableSplitParams& p, Fn fn, cudaStream_t strea
   const int64_t vectors = p.rows() * vectors_per_row;
   const TableSplitGrid grid{UintDivider(uint32_t(vectors_per_row)),
                             UintDivider(uint32_t(vectors_per_row * p.outer[1]))};
-  constexpr int64_t kBlockVectors = int64_t(kTableSplitThreads) * kTableSplitUnroll<Tab, Val, VEC>;
+  constexpr int64_t kBlockVectors = int64_t(kTableSplitThreads) * kTableSplitUnroll;
   const auto blocks = uint32_t((vectors + kBlockVectors - 1) / kBlockVectors * p.parts);
   table_split_kernel<Tab, Val, Out, VEC, Fn><<<blocks, kTableSplitThreads, 0, stream>>>(p, fn, grid,
                                                                                         uint32_t(vectors));
