@@ -192,6 +192,40 @@ TEST(LayernormStats, BlockFoldCombinesAsWelfordCombine) {
   for (int64_t n : {0, 4, 256, 1000, 3840, 5124}) EXPECT_FALSE(detail::welford_block_fold(n).uniform) << n;
 }
 
+// Whole rows: every state the vectorized block combines at step l holds welford_block_fold's count[l] elements
+// (the fold's premise), and the block reduction with its constants gives layer_norm_stats_vectorized_host's bits.
+TEST(LayernormStats, BlockFoldMatchesTheBlockReductionOnRows) {
+  uint64_t s = 4242;
+  for (int64_t n : {512, 3072, 5120}) {
+    const detail::WelfordBlockFold f = detail::welford_block_fold(n);
+    for (int row = 0; row < 16; ++row) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        v = float(int64_t(s >> 40) % 20001) / 1000.0f - 7.0f;
+      }
+      detail::WelfordVec t[detail::kLayerNormVecThreads];
+      for (int i = 0; i < detail::kLayerNormVecThreads; ++i)
+        for (int64_t c = i; c < n / 4; c += detail::kLayerNormVecThreads)
+          for (int k = 0; k < 4; ++k) t[i] = detail::welford_vec_update(t[i], x[size_t(4 * c + k)]);
+      const auto combine = [&](detail::WelfordVec& own, const detail::WelfordVec& other, int step) {
+        ASSERT_EQ(own.count, f.count[step]);
+        ASSERT_EQ(other.count, f.count[step]);
+        own = detail::welford_vec_combine_equal(own, other, f.count[step], f.share[step]);
+      };
+      for (int w = 0; w < detail::kLayerNormVecThreads / 32; ++w)
+        for (int off = 16, step = 0; off >= 1; off /= 2, ++step)
+          for (int l = 0; l < off; ++l) combine(t[32 * w + l], t[32 * w + l + off], step);
+      combine(t[0], t[64], 5);
+      combine(t[32], t[96], 5);
+      combine(t[0], t[32], 6);
+      const auto want = detail::layer_norm_stats_vectorized_host([&](int64_t k) { return x[size_t(k)]; }, n);
+      EXPECT_EQ(t[0].mean, want.mean) << n;
+      EXPECT_EQ(detail::div_rn(t[0].sigma2, float(n)), want.var) << n;
+    }
+  }
+}
+
 TEST(LayernormEager, RejectsWrongWeightShape) {
   std::vector<float> x(32), out(32), w(8);
   TensorView xv(x.data(), DType::f32, {4, 8}), ov(out.data(), DType::f32, {4, 8}), wv(w.data(), DType::f32, {4, 2});
