@@ -92,6 +92,14 @@ def test_wan(norm, dtype):
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=str)
+@pytest.mark.parametrize("d", [4096, 6144, 6148, 8192])
+@pytest.mark.parametrize("norm", NORMS)
+def test_rows_held_and_staged(norm, d, dtype):
+    """Rows up to 6144 elements keep r in registers on CUDA (6144 the longest), longer ones stage it."""
+    check(args_for((2, 129, d), dtype, "chunk6", "token"), norm, weight_for(norm, d, dtype))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=str)
 def test_rms_norm_without_weight(dtype):
     check(args_for(FLUX, dtype, "chunk6", "chunk6"), "rms_norm", None)
 

@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads)
 #pragma unroll
         for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
       },
-      n);
+      n, fold);
   const float rstd = layer_norm_rstd(stats.var, p.eps);
   for (int64_t i = tid; i < chunks; i += kLayerNormVecThreads)
     emit(i, load_chunk4(x, i, 1, vec.x), load_chunk4(scale, i, scale_cs, vec.scale),

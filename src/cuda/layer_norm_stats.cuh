@@ -91,11 +91,11 @@ __device__ inline LayerNormStats block_layer_norm_reduce_vectorized(WelfordVec s
 // load4(i, v) reads elements 4i..4i+3 of the row as float into v[0..3]. A thread reaches counts up to
 // 4 * ceil(n / 512); up to kWelfordReciprocals the block first puts their reciprocals (the same divisions)
 // in shared memory, so that each element's update reads one instead of dividing (an IEEE division is
-// about ten instructions, the rest of the update five).
+// about ten instructions, the rest of the update five). `fold`: welford_block_fold(n), or the general combine.
 constexpr int kWelfordReciprocals = 512;
 
 template <typename Load4>
-__device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t n) {
+__device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t n, const WelfordBlockFold& fold) {
   __shared__ float reciprocal[kWelfordReciprocals];
   const int64_t chunks = n / 4;
   const int64_t counts = 4 * ((chunks + kLayerNormVecThreads - 1) / kLayerNormVecThreads);
@@ -118,7 +118,7 @@ __device__ LayerNormStats block_layer_norm_stats_vectorized(Load4 load4, int64_t
       for (int k = 0; k < 4; ++k) s = welford_vec_update(s, v[k]);
     }
   }
-  return block_layer_norm_reduce_vectorized(s, n, WelfordBlockFold{});
+  return block_layer_norm_reduce_vectorized(s, n, fold);
 }
 
 // ---- the vectorized block's row held in registers ----------------------------------------------------
@@ -134,22 +134,29 @@ __device__ __forceinline__ int64_t layer_norm_cached_chunk(int j) {
   return threadIdx.x + int64_t(j) * kLayerNormVecThreads;
 }
 
+// The statistics of a row already held as xc (layer_norm_cached_row_stats), or loaded from x first
+// (load_layer_norm_row_cached).
+template <typename T, int Cached>
+__device__ __forceinline__ LayerNormStats layer_norm_cached_row_stats(const Chunk4<T> (&xc)[Cached], int64_t n,
+                                                                      const WelfordBlockFold& fold) {
+  using S = Storage<T>;
+  WelfordVec s;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (layer_norm_cached_chunk(j) < n / 4)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
+  return block_layer_norm_reduce_vectorized(s, n, fold);
+}
+
 template <typename T, int Cached>
 __device__ __forceinline__ LayerNormStats load_layer_norm_row_cached(const T* x, int64_t n, bool vec,
                                                                      const WelfordBlockFold& fold,
                                                                      Chunk4<T> (&xc)[Cached]) {
-  using S = Storage<T>;
-  const int64_t chunks = n / 4;
 #pragma unroll
   for (int j = 0; j < Cached; ++j)
-    if (layer_norm_cached_chunk(j) < chunks) xc[j] = load_chunk4(x, layer_norm_cached_chunk(j), 1, vec);
-  WelfordVec s;
-#pragma unroll
-  for (int j = 0; j < Cached; ++j)
-    if (layer_norm_cached_chunk(j) < chunks)
-#pragma unroll
-      for (int k = 0; k < 4; ++k) s = welford_vec_update_nth(s, S::load(xc[j].get(k)), 4 * j + k + 1);
-  return block_layer_norm_reduce_vectorized(s, n, fold);
+    if (layer_norm_cached_chunk(j) < n / 4) xc[j] = load_chunk4(x, layer_norm_cached_chunk(j), 1, vec);
+  return layer_norm_cached_row_stats(xc, n, fold);
 }
 
 // f(i, xc[j]) for the thread's cached chunks i = layer_norm_cached_chunk(j) of a row of n elements.

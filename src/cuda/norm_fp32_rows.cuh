@@ -35,7 +35,8 @@ namespace dfuse::detail {
 
 // The row's statistics from the staged row, by the whole block (kThreads: the statistics' block).
 template <int kThreads, typename T>
-__device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, const T* row, uint32_t r) {
+__device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, const T* row, uint32_t r,
+                                                  const WelfordBlockFold& fold) {
   const int64_t n = p.rows.geom.cols;
   if constexpr (kThreads == kLayerNormMomentsThreads) {
     const LayerNormStats s = block_layer_norm_stats_generic(staged_element(row), n);
@@ -47,7 +48,7 @@ __device__ NormRowStats block_norm_fp32_row_stats(const NormFp32RowsParams& p, c
     if (p.stats == Fp32NormStats::torch_rms_norm) return {0.0f, block_torch_rms_norm_rstd(load4, n, p.eps)};
     if (p.stats == Fp32NormStats::mean_of_squares)
       return {0.0f, block_decomposed_inv_rms(row, n, p.mean, norm_fp32_mean_shift(p, r), p.mean_factor, p.eps)};
-    const LayerNormStats s = block_layer_norm_stats_vectorized(load4, n);
+    const LayerNormStats s = block_layer_norm_stats_vectorized(load4, n, fold);
     return {s.mean, layer_norm_rstd(s.var, p.eps)};
   }
 }
@@ -64,7 +65,7 @@ __device__ __forceinline__ Pack<T, VEC> load_row_operand(const RowOperand& op, c
 }
 
 template <typename T, int kThreads, int VEC, typename Epi>
-__global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi) {
+__global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsParams p, Epi epi, WelfordBlockFold fold) {
   extern __shared__ __align__(16) unsigned char staged[];
   T* const row = reinterpret_cast<T*>(staged);
   using S = Storage<T>;
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) norm_fp32_rows_kernel(NormFp32RowsPa
   stage_row_async_or_batched<T, kThreads, VEC, 1>(static_cast<const T*>(p.rows.in[0].data) + p.rows.in[0].offset(idx),
                                                  row, n);
   __syncthreads();
-  const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r);
+  const NormRowStats stats = block_norm_fp32_row_stats<kThreads>(p, static_cast<const T*>(row), r, fold);
   T* out = static_cast<T*>(p.rows.out.data) + p.rows.out.offset(idx);
   constexpr LayerNormPath kPath =
       kThreads == kLayerNormMomentsThreads ? LayerNormPath::generic : LayerNormPath::vectorized;
@@ -168,7 +169,8 @@ void launch_norm_fp32_layer_norm_cached(const NormFp32RowsParams& p, Epi epi, cu
 template <typename T, int kThreads, int VEC, typename Epi>
 void launch_norm_fp32_rows(const NormFp32RowsParams& p, Epi epi, cudaStream_t stream) {
   launch_row_per_block<norm_fp32_rows_kernel<T, kThreads, VEC, Epi>>(
-      kThreads, p.rows.geom.rows(), size_t(p.rows.geom.cols) * sizeof(T), stream, p, epi);
+      kThreads, p.rows.geom.rows(), size_t(p.rows.geom.cols) * sizeof(T), stream, p, epi,
+      welford_block_fold(p.rows.geom.cols));
 }
 
 // 16-byte vectors when x, the operands, the output, the weight and the bias allow them.

@@ -22,6 +22,7 @@
 //  (hidden sizes: torch gives a lane up to 40 chunks, more than registers hold); load4(i, v) reads
 //  elements 4i..4i+3 of the row as float into v, at(k) element k:
 //    block_torch_rms_norm_rstd(load4, n, eps)
+//    block_torch_rms_norm_rstd_cached(xc, n, eps)   (the same with the row held in registers)
 //    block_decomposed_inv_rms(row, n, config, shift, factor, eps)
 //    block_storage_rms_norm_rstd(row, n, config, shift, factor, eps)   (storage-dtype chain)
 //  (these two read the staged row in T: row[k] is element k; at models' row counts and widths their
@@ -234,18 +235,12 @@ __device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float 
 
 // ---- block per row, the row in shared memory -------------------------------------------------------
 
-template <typename Load4>
-__device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
+// The block part of F.rms_norm's vectorized reduction: `s` is this thread's sum of squares over its chunks
+// (thread t: chunks t, t + 128, ..., elements in order, one fma each).
+__device__ inline float block_torch_rms_norm_combine(float s, int64_t n, float eps) {
   __shared__ float warp_sums[kRmsNormVecThreads / 32];
   __shared__ float result;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  float s = 0.0f;
-  for (int64_t i = tid; i < n / 4; i += kRmsNormVecThreads) {
-    float v[4];
-    load4(i, v);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) s = fma_rn(v[k], v[k], s);
-  }
   s = warp_sum_down(s);
   if (lane == 0) warp_sums[warp] = s;
   __syncthreads();
@@ -254,6 +249,33 @@ __device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
                                  eps);
   __syncthreads();
   return result;
+}
+
+template <typename Load4>
+__device__ float block_torch_rms_norm_rstd(Load4 load4, int64_t n, float eps) {
+  float s = 0.0f;
+  for (int64_t i = threadIdx.x; i < n / 4; i += kRmsNormVecThreads) {
+    float v[4];
+    load4(i, v);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) s = fma_rn(v[k], v[k], s);
+  }
+  return block_torch_rms_norm_combine(s, n, eps);
+}
+
+// block_torch_rms_norm_rstd of a row held in registers: xc[j] is chunk threadIdx.x + 128 j of the row (present
+// where that is below n / 4), as cuda/layer_norm_stats.cuh's cached rows hold theirs.
+template <typename T, int Cached>
+__device__ __forceinline__ float block_torch_rms_norm_rstd_cached(const Pack<T, 4> (&xc)[Cached], int64_t n,
+                                                                  float eps) {
+  using S = Storage<T>;
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < Cached; ++j)
+    if (threadIdx.x + int64_t(j) * kRmsNormVecThreads < n / 4)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) s = fma_rn(S::load(xc[j].get(k)), S::load(xc[j].get(k)), s);
+  return block_torch_rms_norm_combine(s, n, eps);
 }
 
 // The lane partials in lanes[0 .. count) folded as block_x_reduce does: a shared-memory halving tree down to

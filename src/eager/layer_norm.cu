@@ -27,7 +27,7 @@ __global__ void layer_norm_kernel(LayerNormParams p) {
         [&](int64_t i, float v[4]) {
           for (int k = 0; k < 4; ++k) v[k] = S::load(x[4 * i + k]);
         },
-        n);
+        n, dfuse::detail::WelfordBlockFold{});
   } else {
     stats = dfuse::detail::block_layer_norm_stats_generic([&](int64_t k) { return S::load(x[k]); }, n);
   }

@@ -68,6 +68,11 @@ std::vector<ResidualNormCase> small_residual_norm_cases() {
       {.name = "ln_in_place", .norm = LN, .B = 2, .S = 17, .D = 72, .gate = G::chunk6, .mode = M::chunk6,
        .in_place = true},
       {.name = "ln_max_d", .norm = LN, .B = 1, .S = 2, .D = 8192, .mode = M::chunk6},
+      // The longest rows held in registers on CUDA (6144), the shortest staged ones (6148), 16-byte chunks at 4096.
+      {.name = "ln_d6144_in_place", .norm = LN, .B = 1, .S = 3, .D = 6144, .gate = G::chunk6, .mode = M::chunk6,
+       .in_place = true},
+      {.name = "ln_d6148_staged", .norm = LN, .B = 2, .S = 2, .D = 6148, .gate = G::per_token, .mode = M::per_token},
+      {.name = "ln_d4096_token_scalar_gate", .norm = LN, .B = 2, .S = 3, .D = 4096, .gate = G::per_token_scalar},
       {.name = "rms_per_batch", .norm = RMS, .B = 2, .S = 37, .D = 64},
       {.name = "rms_weight_per_token", .norm = RMS, .B = 1, .S = 7, .D = 192, .gate = G::per_token,
        .mode = M::per_token, .weight = true},
@@ -90,6 +95,9 @@ std::vector<ResidualNormCase> small_residual_norm_cases() {
       {.name = "rms_in_place", .norm = RMS, .B = 2, .S = 17, .D = 72, .gate = G::chunk6, .mode = M::chunk6,
        .weight = true, .in_place = true},
       {.name = "rms_large_eps", .norm = RMS, .B = 1, .S = 7, .D = 128, .eps = 1e-2},
+      {.name = "rms_d6144_specials", .norm = RMS, .B = 1, .S = 9, .D = 6144, .gate = G::per_token,
+       .mode = M::per_token, .weight = true, .specials = true},
+      {.name = "rms_max_d", .norm = RMS, .B = 1, .S = 2, .D = 8192, .gate = G::chunk6, .mode = M::chunk6, .weight = true},
   };
 }
 

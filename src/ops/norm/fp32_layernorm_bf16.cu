@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kLayerNormVecThreads, kFp32LayerNormBlocksPerS
 #pragma unroll
           for (int k = 0; k < 4; ++k) v[k] = S::load(c.get(k));
         },
-        n);
+        n, fold);
   }
   const float rstd = layer_norm_rstd(stats.var, p.eps);
   with_affine(p, [&]<bool kWeight, bool kBias>() {

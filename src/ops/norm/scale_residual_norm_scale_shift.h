@@ -12,7 +12,7 @@
 // orders), the normalized value rounded once to the storage dtype, then
 // ops/adaln/modulate_scale_shift.h's three roundings. The statistics are folded from the rounded r
 // values the kernel itself produced. Limits: rows of at most 8192 elements (the CUDA kernel stages
-// r in shared memory as float); the path follows aten 2.11's dispatch (the torch op's first-sight
+// rows over 6144 elements in shared memory); the path follows aten 2.11's dispatch (the torch op's first-sight
 // Gate checks each signature); on the host rsqrt is correctly rounded (CUDA: rsqrtf).
 #pragma once
 
@@ -26,7 +26,7 @@
 
 namespace dfuse::detail {
 
-constexpr int64_t kScaleResidualNormMaxCols = 8192;  // r staged in shared memory on CUDA
+constexpr int64_t kScaleResidualNormMaxCols = 8192;  // long rows staged in shared memory on CUDA
 
 // The norm applied to r (dfuse::ResidualNorm, mirrored so that kernels need no public header).
 enum class ResidualNormKind : uint8_t { layer_norm, rms_norm };
