@@ -20,6 +20,7 @@
 #   DFUSE_CHECK_SKIP        comma-separated step names not to run (reported as skipped), e.g.
 #                           "memcheck,racecheck,ctest_host" for a shorter run
 #   DFUSE_PYTEST_MODULES    the pytest modules (default: python/tests/test_*.py)
+#   DFUSE_PYTEST_JOBS       how many pytest modules run at once (default: the GPU's memory in GiB / 13)
 #   DFUSE_BENCH_OPS         comma-separated op names for `dfuse bench` (default: every op)
 #   DFUSE_CHECK_FLUX=1      also scripts/flux_quality.py at FLUX.1-dev size (minutes; OUT/flux_quality.md),
 #                           with the arguments in DFUSE_FLUX_ARGS (e.g. "--contribution-steps 5")
@@ -128,18 +129,27 @@ FULL=${DFUSE_CHECK_FULL:-0}
 SMALL=$((1 - FULL))
 run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$SMALL" ctest --test-dir "$BUILD" -L gpu --output-on-failure \
   --no-tests=error
-# One pytest process per module, all at once on the one GPU (they check bits, not time), so that a
-# crash in one module does not hide the others' results; each module's log follows the others.
+# One pytest process per module, several at once on the one GPU (they check bits, not time), so that a
+# crash in one module does not hide the others' results; each module's log follows the others. At most
+# PYTEST_JOBS modules run together: the model-shape tests take up to 11 GB each, and all 19 modules at
+# once beside the sanitizers ran an 80 GB H100 out of memory (session 25).
+GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+PYTEST_JOBS=${DFUSE_PYTEST_JOBS:-$(((${GPU_MIB:-0} / 1024 / 13) > 1 ? ${GPU_MIB:-0} / 1024 / 13 : 1))}
 run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" LOGDIR="$LOGDIR" \
-  DFUSE_PYTEST_MODULES="${DFUSE_PYTEST_MODULES:-}" bash -c '
-  pids=()
+  DFUSE_PYTEST_MODULES="${DFUSE_PYTEST_MODULES:-}" PYTEST_JOBS="$PYTEST_JOBS" bash -c '
+  echo "pytest: at most $PYTEST_JOBS modules at once"
+  status=0
+  running=0
   for module in ${DFUSE_PYTEST_MODULES:-python/tests/test_*.py}; do
+    if ((running >= PYTEST_JOBS)); then
+      wait -n || status=1
+      running=$((running - 1))
+    fi
     log=$LOGDIR/pytest_$(basename "$module" .py).log
     python3 -X faulthandler -m pytest "$module" -q -rfEs -p no:cacheprovider >"$log" 2>&1 &
-    pids+=($!)
+    running=$((running + 1))
   done
-  status=0
-  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for ((; running > 0; running--)); do wait -n || status=1; done
   for log in "$LOGDIR"/pytest_*.log; do echo "== $(basename "$log")"; cat "$log"; done
   exit $status'
 wait
