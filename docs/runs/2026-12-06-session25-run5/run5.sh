@@ -24,10 +24,8 @@ cp $F /tmp/keep.cu
 cp $R/rope_rotate_half_b4.cu.txt $F && build b4 && bench b4 rope_rotate_half
 DFUSE_REQUIRE_CUDA=1 timeout 100 python3 -m pytest python/tests/test_rope_torch.py -q -p no:cacheprovider >$T/pytest_rope_b4.log 2>&1
 echo "pytest rope (b4) rc $? at ${SECONDS}s: $(tail -1 $T/pytest_rope_b4.log)"
-bench b4_again rope_rotate_half
-cp /tmp/keep.cu $F && touch $F && build tree
-bench tree2 rope_rotate_half
+cp /tmp/keep.cu $F && touch $F
 tar czf $OUT/r5.tgz -C /tmp r5
 nvidia-smi --query-gpu=name --format=csv,noheader
 grep -h "mismatch\|FAIL\|Error" $T/tb_*.txt | sort | uniq -c | head
-python3 bench/compare_runs.py tree=$T/tb_tree.json b4=$T/tb_b4.json b4_again=$T/tb_b4_again.json tree2=$T/tb_tree2.json
+python3 bench/compare_runs.py tree=$T/tb_tree.json b4=$T/tb_b4.json
