@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 25 run 6: the card decides. On an H200: the whole tree's torch_bench (every op; sessions 23-24's kernels
-# not yet measured there) and pytest of the LayerNorm modules they changed. On an H100: run 5 (rope_rotate_half
+# Session 25 run 6: the card decides. On an H200: torch_bench of the ops whose kernels sessions 23-24 changed (the
+# LayerNorm rows; not yet measured there) and modulate_scale_shift, then pytest of the LayerNorm modules. On an H100: run 5 (rope_rotate_half
 # bounded to four blocks per SM beside the tree).
 set -u
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
@@ -13,7 +13,9 @@ DFUSE_CHECK_BUDGET_S=150 scripts/gpu_check.sh $T >$T/check.txt 2>&1
 echo "gpu_check (build) rc $? at ${SECONDS}s"
 cp build-gpu/logs/*.log $T/ 2>/dev/null
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so DFUSE_REQUIRE_CUDA=1
-timeout 200 python3 bench/torch_bench.py --json $T/torch_bench.json >$T/torch_bench.txt 2>&1
+timeout 120 python3 bench/torch_bench.py --json $T/torch_bench.json --ops modulate_scale_shift layernorm_modulate \
+  layernorm_folded_modulate "norm_scale_shift layer_norm" "norm_scale_shift layer_norm affine" \
+  scale_residual_norm_scale_shift fp32_layernorm_bf16 qk_head_layernorm >$T/torch_bench.txt 2>&1
 echo "torch_bench rc $? at ${SECONDS}s"
 P=python/tests
 timeout 60 python3 -m pytest $P/test_scale_residual_norm_torch.py $P/test_layernorm_torch.py $P/test_norm_fp32_torch.py \
