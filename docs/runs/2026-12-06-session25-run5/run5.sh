@@ -2,8 +2,8 @@
 # Session 25 run 5 (H100): rope_rotate_half's kernels bounded to four blocks of 256 per SM ("b4": the 8-head
 # fp32-opmath kernel 74 -> 64 registers with 48 bytes spilled; the two-head kernel already at 64). Run 4's ncu at
 # Wan 2.1 put the tree's kernel at 37% warps active against torch.compile's 67%, DRAM 85% against 88%.
-# Prediction: Wan 2.1 ~583 -> ~565 us, FLUX.1 unchanged. Bitwise checks by torch_bench's contract column and
-# pytest of the rope module on the variant.
+# Prediction: Wan 2.1 ~583 -> ~565 us, FLUX.1 unchanged. Bitwise checks by torch_bench's contract column only
+# (the device time left); pytest of the rope module before any such change is kept.
 set -u
 R=docs/runs/2026-12-06-session25-run5
 T=/tmp/r5
@@ -22,8 +22,6 @@ F=src/ops/rope/rope_rotate_half.cu
 bench tree rope_rotate_half
 cp $F /tmp/keep.cu
 cp $R/rope_rotate_half_b4.cu.txt $F && build b4 && bench b4 rope_rotate_half
-DFUSE_REQUIRE_CUDA=1 timeout 100 python3 -m pytest python/tests/test_rope_torch.py -q -p no:cacheprovider >$T/pytest_rope_b4.log 2>&1
-echo "pytest rope (b4) rc $? at ${SECONDS}s: $(tail -1 $T/pytest_rope_b4.log)"
 cp /tmp/keep.cu $F && touch $F
 tar czf $OUT/r5.tgz -C /tmp r5
 nvidia-smi --query-gpu=name --format=csv,noheader
