@@ -1,16 +1,18 @@
 // Which way of streaming bytes through a kernel gets closest to HBM peak on Hopper (sm_90a).
 //
-//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o /tmp/copy_methods bench/copy_methods.cu
+//   nvcc -O3 -std=c++17 -Isrc -gencode=arch=compute_90a,code=sm_90a -o /tmp/copy_methods bench/copy_methods.cu
 //   /tmp/copy_methods [MiB ...]        (default: 1024 54; each size rounded down to a multiple of 16 KiB)
 //
 // dfuse's memory-bound elementwise kernels stream with plain 16-byte LDG/STG and tie torch.compile's Triton
-// kernels at the copy ceiling; can another way of moving the bytes beat that? Standalone (CUDA runtime only),
-// this times copies by cudaMemcpyAsync D2D (the reference), 16-byte vector loops with and without cache hints,
-// and TMA bulk copies through a ring of shared-memory stages, plus a bf16 x * (1 + scale) + shift on the vector
-// and bulk paths (does the arithmetic cost anything?). Per (size, method): median us of 50 launches from cold
+// kernels at the copy ceiling; can another way of moving the bytes beat that? Standalone (the CUDA runtime and
+// dfuse's header-only src/cuda/vector_io.cuh), this times copies by cudaMemcpyAsync D2D (the reference), 16-byte
+// vector loops with and without cache hints, and TMA bulk copies through a ring of shared-memory stages, plus a
+// bf16 x * (1 + scale) + shift on the vector and bulk paths (does the arithmetic cost anything?). Per (size, method): median us of 50 launches from cold
 // L2, GB/s of bytes read + written, share of memcpy's GB/s. Outputs are verified; any FAIL exits 1.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include "cuda/vector_io.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -87,12 +89,9 @@ __global__ void __launch_bounds__(kThreads) vec16_kernel(const uint4* __restrict
 }
 
 // Streaming hints: no L1 allocation and L2 evict-first on loads, cache-streaming stores. ptxas for sm_90a
-// accepts .L2::evict_first on ld only with 256-bit vectors, so evict-first comes as an L2 cache policy.
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
+// accepts .L2::evict_first on ld only with 256-bit vectors, so evict-first comes as an L2 cache policy
+// (dfuse's own, from src/cuda/vector_io.cuh).
+using dfuse::detail::l2_evict_first_policy;
 
 __device__ __forceinline__ uint4 load_streaming(const uint4* p, uint64_t policy) {
   uint4 v;
