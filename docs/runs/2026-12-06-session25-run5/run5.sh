@@ -11,18 +11,9 @@ mkdir -p $T
 DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,pytest,memcheck,racecheck,dfuse_verify,dfuse_bench,torch_bench \
 DFUSE_CHECK_BUDGET_S=200 scripts/gpu_check.sh $T >$T/check.txt 2>&1
 echo "gpu_check (build) rc $? at ${SECONDS}s"
-export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
-build() { timeout 120 cmake --build build-gpu --target dfuse_cuda -j16 >$T/build_$1.log 2>&1; echo "build $1 rc $? at ${SECONDS}s"; }
-bench() {  # bench NAME OPS...
-  local name=$1; shift
-  timeout 100 python3 bench/torch_bench.py --json $T/tb_$name.json --ops "$@" >$T/tb_$name.txt 2>&1
-  echo "torch_bench $name rc $? at ${SECONDS}s"
-}
-F=src/ops/rope/rope_rotate_half.cu
+source scripts/variant_bench.sh
 bench tree rope_rotate_half
-cp $F /tmp/keep.cu
-cp $R/rope_rotate_half_b4.cu.txt $F && build b4 && bench b4 rope_rotate_half
-cp /tmp/keep.cu $F && touch $F
+swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_b4.cu.txt b4 rope_rotate_half
 tar czf $OUT/r5.tgz -C /tmp r5
 nvidia-smi --query-gpu=name --format=csv,noheader
 grep -h "mismatch\|FAIL\|Error" $T/tb_*.txt | sort | uniq -c | head

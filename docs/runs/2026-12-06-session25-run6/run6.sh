@@ -12,7 +12,7 @@ DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,pytest,memcheck,racecheck,dfus
 DFUSE_CHECK_BUDGET_S=150 scripts/gpu_check.sh $T >$T/check.txt 2>&1
 echo "gpu_check (build) rc $? at ${SECONDS}s"
 cp build-gpu/logs/*.log $T/ 2>/dev/null
-export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so DFUSE_REQUIRE_CUDA=1
+export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
 timeout 120 python3 bench/torch_bench.py --json $T/torch_bench.json --ops modulate_scale_shift layernorm_modulate \
   layernorm_folded_modulate "norm_scale_shift layer_norm" "norm_scale_shift layer_norm affine" \
   scale_residual_norm_scale_shift fp32_layernorm_bf16 qk_head_layernorm >$T/torch_bench.txt 2>&1

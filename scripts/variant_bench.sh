@@ -1,0 +1,31 @@
+# Helpers for device-run scripts (docs/runs/*/runN.sh) that measure kernel variants beside the tree in one call,
+# after scripts/gpu_check.sh has built build-gpu/ there. Source it with T set to the run's result folder:
+#
+#   T=/tmp/r1; source scripts/variant_bench.sh
+#   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt}
+#   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored
+#
+# Every step prints its exit status and the seconds since the script started; compare the results with
+# bench/compare_runs.py.
+export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
+
+build() {  # build NAME: the CUDA backend rebuilt (its log $T/build_NAME.log)
+  timeout 120 cmake --build build-gpu --target dfuse_cuda -j16 >"$T/build_$1.log" 2>&1
+  echo "build $1 rc $? at ${SECONDS}s"
+}
+
+bench() {  # bench NAME OPS...
+  local name=$1
+  shift
+  timeout 100 python3 bench/torch_bench.py --json "$T/tb_$name.json" --ops "$@" >"$T/tb_$name.txt" 2>&1
+  echo "torch_bench $name rc $? at ${SECONDS}s"
+}
+
+swap() {  # swap FILE VARIANT.txt NAME OPS...
+  local file=$1 variant=$2 name=$3
+  shift 3
+  cp "$file" "$T/keep_$(basename "$file")"
+  cp "$variant" "$file" && build "$name" && bench "$name" "$@"
+  cp "$T/keep_$(basename "$file")" "$file"
+  touch "$file"  # newer than the variant's objects, so the next build takes the tree's file again
+}
