@@ -134,7 +134,8 @@ run_step ctest_gpu 180 env DFUSE_GPU_TEST_SMALL="$SMALL" ctest --test-dir "$BUIL
 # PYTEST_JOBS modules run together: the model-shape tests take up to 11 GB each, and all 19 modules at
 # once beside the sanitizers ran an 80 GB H100 out of memory (session 25).
 GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
-PYTEST_JOBS=${DFUSE_PYTEST_JOBS:-$(((${GPU_MIB:-0} / 1024 / 13) > 1 ? ${GPU_MIB:-0} / 1024 / 13 : 1))}
+PYTEST_JOBS=${DFUSE_PYTEST_JOBS:-$((${GPU_MIB:-0} / 1024 / 13))}
+((PYTEST_JOBS >= 1)) || PYTEST_JOBS=1
 run_step pytest 300 env DFUSE_REQUIRE_CUDA=1 DFUSE_TORCH_LIB="$TORCH_LIB" LOGDIR="$LOGDIR" \
   DFUSE_PYTEST_MODULES="${DFUSE_PYTEST_MODULES:-}" PYTEST_JOBS="$PYTEST_JOBS" bash -c '
   echo "pytest: at most $PYTEST_JOBS modules at once"
