@@ -1,13 +1,20 @@
 # Helpers for device-run scripts (docs/runs/*/runN.sh) that measure kernel variants beside the tree in one call,
-# after scripts/gpu_check.sh has built build-gpu/ there. Source it with T set to the run's result folder:
+# on build-gpu/ as scripts/gpu_check.sh builds it. Source it with T set to the run's result folder:
 #
 #   T=/tmp/r1; source scripts/variant_bench.sh
+#   build_tree                               gpu_check's build steps alone (its logs in $T)
 #   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt}
 #   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
+
+build_tree() {  # every gpu_check step but the build ones skipped
+  DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,pytest,memcheck,racecheck,dfuse_verify,dfuse_bench,torch_bench \
+    DFUSE_CHECK_BUDGET_S=200 scripts/gpu_check.sh "$T" >"$T/check.txt" 2>&1
+  echo "gpu_check (build) rc $? at ${SECONDS}s"
+}
 
 build() {  # build NAME: the CUDA backend rebuilt (its log $T/build_NAME.log)
   timeout 120 cmake --build build-gpu --target dfuse_cuda -j16 >"$T/build_$1.log" 2>&1

@@ -8,10 +8,8 @@ set -u
 R=docs/runs/2026-12-06-session25-run5
 T=/tmp/r5
 mkdir -p $T
-DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,pytest,memcheck,racecheck,dfuse_verify,dfuse_bench,torch_bench \
-DFUSE_CHECK_BUDGET_S=200 scripts/gpu_check.sh $T >$T/check.txt 2>&1
-echo "gpu_check (build) rc $? at ${SECONDS}s"
 source scripts/variant_bench.sh
+build_tree
 bench tree rope_rotate_half
 swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_b4.cu.txt b4 rope_rotate_half
 tar czf $OUT/r5.tgz -C /tmp r5
