@@ -4,7 +4,8 @@
 #   T=/tmp/r1; source scripts/variant_bench.sh
 #   build_tree                               gpu_check's build steps alone (its logs in $T)
 #   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt}
-#   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored
+#   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored and
+#                                            rebuilt (so a later bench measures the tree again)
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
@@ -34,5 +35,6 @@ swap() {  # swap FILE VARIANT.txt NAME OPS...
   cp "$file" "$T/keep_$(basename "$file")"
   cp "$variant" "$file" && build "$name" && bench "$name" "$@"
   cp "$T/keep_$(basename "$file")" "$file"
-  touch "$file"  # newer than the variant's objects, so the next build takes the tree's file again
+  touch "$file"  # newer than the variant's objects, so the build takes the tree's file again
+  build "restored_after_$name"
 }
