@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# Session 26 run 3: the card decides. On an H200: run 1's H200 branch (the acceptance check, part 1).
-# On an H100: rope_rotate_half's flat form (torch.compile's layout: one head's vector per thread, no grid stride,
-# every table vector its own load), for 16-bit x with fp32 opmath above 2^20 elements, beside the tree:
-# "flat8" 8 bytes of x per vector (30 registers, full occupancy), "flat16" 16 bytes. Session 25 run 4's ncu put the
-# tree's 8-head kernel at 37% warps active (74 registers) against the Triton kernel's 67% at Wan 2.1, the same bytes.
-# Prediction: flat8 at Wan 2.1 ~574 -> ~550 us on the H100 (torch.compile 541); FLUX.1 within 1 us.
-# Bitwise checks by torch_bench's contract column (model shapes).
+# Session 26 run 3: rope_rotate_half's flat form (torch.compile's layout: one head's vector per thread, no grid
+# stride, every table vector its own load), for 16-bit x with fp32 opmath above 2^20 elements, beside the tree:
+# "flat8" 8 bytes of x per vector (30 registers, full occupancy), "flat16" 16 bytes (46 registers). Session 25
+# run 4's ncu put the tree's 8-head kernel at 37% warps active (74 registers) against the Triton kernel's 67% at
+# Wan 2.1 on the H100, the same bytes.
+# Prediction: on an H100 flat8 at Wan 2.1 ~574 -> ~550 us (torch.compile 541), FLUX.1 within 1 us; on an H200 no
+# better than the tree (its 8-head groups gained 427 -> 403 us there, session 17).
+# On an H200, first torch_bench of every op on the tree (the acceptance numbers; the bitwise checks at small and odd
+# shapes ran on an H100 over the same sources, session 25 run 1). Bitwise checks here by torch_bench's contract
+# column (model shapes).
 set -u
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  exec bash docs/runs/2026-12-06-session26-run1/run1.sh
-fi
 R=docs/runs/2026-12-06-session26-run3
 T=/tmp/r3
 mkdir -p $T
 source scripts/variant_bench.sh
 build_tree
-bench tree rope_rotate_half
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  timeout 330 python3 bench/torch_bench.py --json $T/tb_tree.json >$T/tb_tree.txt 2>&1
+  echo "torch_bench (every op) rc $? at ${SECONDS}s"
+else
+  bench tree rope_rotate_half
+fi
 swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
 swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat16.cu.txt flat16 rope_rotate_half
 bench tree2 rope_rotate_half
 tar czf $OUT/r3.tgz -C /tmp r3
 nvidia-smi --query-gpu=name --format=csv,noheader
-grep -h "meets its contract" $T/tb_*.txt | sort | uniq -c | head
-python3 bench/compare_runs.py tree=$T/tb_tree.json flat8=$T/tb_flat8.json flat16=$T/tb_flat16.json tree2=$T/tb_tree2.json
+grep -h "meets its contract" $T/tb_*.txt | sed 's/^[^:]*: //' | sort | uniq -c
+python3 bench/compare_runs.py tree=$T/tb_tree.json flat8=$T/tb_flat8.json flat16=$T/tb_flat16.json \
+  tree2=$T/tb_tree2.json | grep rope_rotate_half
+python3 bench/compare_runs.py tree=$T/tb_tree.json | grep -v rope_rotate_half
