@@ -55,13 +55,10 @@ void layernorm_folded_modulate(const TensorView& x, const TensorView& scale, con
                                const TensorView& out, Stream stream) {
   check(x, scale, shift, out).throw_if_failed();
   if (x.numel() == 0) return;
-  detail::LayernormModulateParams p;
-  p.rows = detail::rowwise_params(x, {&x, &scale, &shift}, out);
-  p.eps = float(eps);
-  // aten sees weight = (1 + scale), a fresh tensor, and bias = shift viewed as [D].
-  p.path = detail::layer_norm_path(x, nullptr, &shift);
   static detail::OpEntry entry("diffusion.layernorm_folded_modulate");
-  entry.get<detail::LayernormModulateEntry>(x.device())(p, stream);
+  // aten sees weight = (1 + scale), a fresh tensor, and bias = shift viewed as [D].
+  entry.get<detail::LayernormModulateEntry>(x.device())(
+      detail::layernorm_modulate_params(x, scale, shift, eps, out, &shift), stream);
 }
 
 }  // namespace dfuse

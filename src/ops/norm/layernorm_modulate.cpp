@@ -41,12 +41,9 @@ void layernorm_modulate(const TensorView& x, const TensorView& scale, const Tens
                         const TensorView& out, Stream stream) {
   check(x, scale, shift, out).throw_if_failed();
   if (x.numel() == 0) return;
-  detail::LayernormModulateParams p;
-  p.rows = detail::rowwise_params(x, {&x, &scale, &shift}, out);
-  p.eps = float(eps);
-  p.path = detail::layer_norm_path(x, nullptr, nullptr);
   static detail::OpEntry entry("diffusion.layernorm_modulate");
-  entry.get<detail::LayernormModulateEntry>(x.device())(p, stream);
+  entry.get<detail::LayernormModulateEntry>(x.device())(
+      detail::layernorm_modulate_params(x, scale, shift, eps, out, nullptr), stream);
 }
 
 }  // namespace dfuse
