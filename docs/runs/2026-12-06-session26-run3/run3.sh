@@ -6,7 +6,7 @@
 # Wan 2.1 on the H100, the same bytes.
 # Prediction: on an H100 flat8 at Wan 2.1 ~574 -> ~550 us (torch.compile 541), FLUX.1 within 1 us; on an H200 no
 # better than the tree (its 8-head groups gained 427 -> 403 us there, session 17).
-# On an H200, first torch_bench of every op on the tree (the acceptance numbers; the bitwise checks at small and odd
+# On an H200 (flat8 only), first torch_bench of every op on the tree (the acceptance numbers; the bitwise checks at small and odd
 # shapes ran on an H100 over the same sources, session 25 run 1). Bitwise checks here by torch_bench's contract
 # column (model shapes).
 set -u
@@ -14,17 +14,21 @@ R=docs/runs/2026-12-06-session26-run3
 T=/tmp/r3
 mkdir -p $T
 source scripts/variant_bench.sh
+snapshot() { tar czf $OUT/r3.tgz -C /tmp r3; }  # after every step: a call cut short still returns what ran
 build_tree
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  timeout 330 python3 bench/torch_bench.py --json $T/tb_tree.json >$T/tb_tree.txt 2>&1
+  timeout 300 python3 bench/torch_bench.py --json $T/tb_tree.json >$T/tb_tree.txt 2>&1
   echo "torch_bench (every op) rc $? at ${SECONDS}s"
+  snapshot
+  swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
 else
   bench tree rope_rotate_half
+  swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
+  swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat16.cu.txt flat16 rope_rotate_half
 fi
-swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
-swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat16.cu.txt flat16 rope_rotate_half
+snapshot
 bench tree2 rope_rotate_half
-tar czf $OUT/r3.tgz -C /tmp r3
+snapshot
 nvidia-smi --query-gpu=name --format=csv,noheader
 grep -h "meets its contract" $T/tb_*.txt | sed 's/^[^:]*: //' | sort | uniq -c
 python3 bench/compare_runs.py tree=$T/tb_tree.json flat8=$T/tb_flat8.json flat16=$T/tb_flat16.json \
