@@ -3,7 +3,7 @@
 #
 #   T=/tmp/r1; source scripts/variant_bench.sh
 #   build_tree                               gpu_check's build steps alone (its logs in $T)
-#   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt}
+#   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt} (40 s + 20 s per op at most)
 #   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored and
 #                                            rebuilt (so a later bench measures the tree again)
 #
@@ -25,7 +25,7 @@ build() {  # build NAME: the CUDA backend rebuilt (its log $T/build_NAME.log)
 bench() {  # bench NAME OPS...
   local name=$1
   shift
-  timeout 100 python3 bench/torch_bench.py --json "$T/tb_$name.json" --ops "$@" >"$T/tb_$name.txt" 2>&1
+  timeout $((40 + 20 * $#)) python3 bench/torch_bench.py --json "$T/tb_$name.json" --ops "$@" >"$T/tb_$name.txt" 2>&1
   echo "torch_bench $name rc $? at ${SECONDS}s"
 }
 
