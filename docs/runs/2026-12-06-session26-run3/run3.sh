@@ -6,9 +6,7 @@
 # Wan 2.1 on the H100, the same bytes.
 # Prediction: on an H100 flat8 at Wan 2.1 ~574 -> ~550 us (torch.compile 541), FLUX.1 within 1 us; on an H200 no
 # better than the tree (its 8-head groups gained 427 -> 403 us there, session 17).
-# On an H200 (flat8 only), torch_bench of the tree's LayerNorm rows that sessions 23-24 changed (not yet measured
-# there) and modulate_scale_shift beside rope_rotate_half (the device time left allows no more). Bitwise checks here by torch_bench's contract
-# column (model shapes).
+# Bitwise checks here by torch_bench's contract column (model shapes). Cut to what the device time left allows.
 set -u
 R=docs/runs/2026-12-06-session26-run3
 T=/tmp/r3
@@ -16,21 +14,18 @@ mkdir -p $T
 source scripts/variant_bench.sh
 snapshot() { tar czf $OUT/r3.tgz -C /tmp r3; }  # after every step: a call cut short still returns what ran
 build_tree
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  bench tree rope_rotate_half modulate_scale_shift layernorm_modulate "norm_scale_shift layer_norm" \
-    "norm_scale_shift layer_norm affine" qk_head_layernorm scale_residual_norm_scale_shift fp32_layernorm_bf16
-  snapshot
-  swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
-else
-  bench tree rope_rotate_half
-  swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
+OPS=(rope_rotate_half)
+# On an H200, the two rows that were issue-bound there (session 22), whose kernels sessions 23-24 changed.
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 &&
+  OPS+=(qk_head_layernorm "norm_scale_shift layer_norm affine")
+bench tree "${OPS[@]}"
+snapshot
+swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat8.cu.txt flat8 rope_rotate_half
+snapshot
+if ((SECONDS < 150)); then  # as long as the device time left allows
   swap src/ops/rope/rope_rotate_half.cu $R/rope_rotate_half_flat16.cu.txt flat16 rope_rotate_half
+  snapshot
 fi
-snapshot
-bench tree2 rope_rotate_half
-snapshot
 nvidia-smi --query-gpu=name --format=csv,noheader
 grep -h "meets its contract" $T/tb_*.txt | sed 's/^[^:]*: //' | sort | uniq -c
-python3 bench/compare_runs.py tree=$T/tb_tree.json flat8=$T/tb_flat8.json flat16=$T/tb_flat16.json \
-  tree2=$T/tb_tree2.json | grep rope_rotate_half
-python3 bench/compare_runs.py tree=$T/tb_tree.json | grep -v rope_rotate_half
+python3 bench/compare_runs.py tree=$T/tb_tree.json flat8=$T/tb_flat8.json flat16=$T/tb_flat16.json
