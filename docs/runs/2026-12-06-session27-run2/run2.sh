@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 27 run 2: for when the device time left allows one call, not run 1 + session 26 run 2. On an H200, the
+# acceptance check of the tree in one call: build; torch_bench of every op (each beside its eager chain and
+# torch.compile of the chain, the copy measured in the same run, every output checked against eager at model
+# shapes); then pytest of every module against torch eager chains (diffusers from the carried .whl/) in the time
+# left. memcheck, racecheck, dfuse verify and dfuse bench of these sources ran on an H100 (session 25 run 1).
+# On an H100, run 1's H100 branch.
+set -u
+if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  exec bash docs/runs/2026-12-06-session27-run1/run1.sh
+fi
+T=/tmp/a
+mkdir -p $T
+source scripts/variant_bench.sh
+snapshot() { tar czf $OUT/a.tgz -C /tmp a; }
+build_tree
+timeout 290 python3 bench/torch_bench.py --json $T/torch_bench.json >$T/torch_bench.txt 2>&1
+echo "torch_bench rc $? at ${SECONDS}s"
+snapshot
+DFUSE_CHECK_SKIP=ctest_host,ctest_gpu,memcheck,racecheck,dfuse_verify,dfuse_bench,torch_bench \
+  DFUSE_CHECK_BUDGET_S=$((585 - SECONDS)) scripts/gpu_check.sh $T/check >$T/check.txt 2>&1
+echo "gpu_check (pytest) rc $? at ${SECONDS}s"
+cp build-gpu/logs/pytest_*.log $T/ 2>/dev/null
+snapshot
+nvidia-smi --query-gpu=name --format=csv,noheader
+grep -c "meets its contract against eager: True, fused kernel ran: True" $T/torch_bench.txt
+grep "meets its contract" $T/torch_bench.txt | grep -v "True, fused kernel ran: True" | head
+grep -h " passed\| failed\| error" $T/pytest_*.log 2>/dev/null | head -30
+python3 bench/compare_runs.py h200=$T/torch_bench.json | tail -75
