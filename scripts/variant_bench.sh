@@ -5,7 +5,9 @@
 #   build_tree                               gpu_check's build steps alone (its logs in $T)
 #   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt} (40 s + 20 s per op at most)
 #   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored and
-#                                            rebuilt (so a later bench measures the tree again)
+#                                            rebuilt (so a later bench measures the tree again); a `snapshot`
+#                                            function, where the script defines one, runs after the bench, so a
+#                                            call cut short during the rebuild still returns the variant's numbers
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
@@ -34,6 +36,7 @@ swap() {  # swap FILE VARIANT.txt NAME OPS...
   shift 3
   cp "$file" "$T/keep_$(basename "$file")"
   cp "$variant" "$file" && build "$name" && bench "$name" "$@"
+  if declare -F snapshot >/dev/null; then snapshot; fi
   cp "$T/keep_$(basename "$file")" "$file"
   touch "$file"  # newer than the variant's objects, so the build takes the tree's file again
   build "restored_after_$name"
