@@ -8,6 +8,7 @@
 #                                            rebuilt (so a later bench measures the tree again); a `snapshot`
 #                                            function, where the script defines one, runs after the bench, so a
 #                                            call cut short during the rebuild still returns the variant's numbers
+#   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
@@ -39,5 +40,14 @@ swap() {  # swap FILE VARIANT.txt NAME OPS...
   if declare -F snapshot >/dev/null; then snapshot; fi
   cp "$T/keep_$(basename "$file")" "$file"
   touch "$file"  # newer than the variant's objects, so the build takes the tree's file again
+  build "restored_after_$name"
+}
+
+swap_patch() {  # swap_patch PATCH NAME OPS...
+  local patch=$1 name=$2
+  shift 2
+  git apply "$patch" && build "$name" && bench "$name" "$@"
+  if declare -F snapshot >/dev/null; then snapshot; fi
+  git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"
 }

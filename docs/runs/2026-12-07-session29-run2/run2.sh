@@ -3,22 +3,37 @@
 # (cuda/rms_norm_rows.cuh) runs F.rms_norm's chain at 99.4% of copy (rmsnorm_scale_shift, 517.8 us) but the
 # storage-dtype chain at 96.1% (rmsnorm_scale, 535.9) and the decomposed chain at 94.6%
 # (rmsnorm_decomposed_scale_shift, 544.0; run 1). ncu sections (warp states, scheduler, source counters) of the
-# three kernels, one launch each, dfuse's side only. On an H200 instead: session 28 run 2 (rope_rotate_half's
+# three kernels, one launch each, dfuse's side only; then at FLUX.1 rmsnorm_tanh_residual (0.980x of torch.compile)
+# and the QK-norm + RoPE kernels (fused_inplace_qknorm_rope 0.965x, 77.4% of copy; fused_qknorm_rope 0.994x). On an H200 instead: session 28 run 2 (rope_rotate_half's
 # flat form beside the tree, then the acceptance torch_bench and pytest), the first H200 since session 22.
 set -u
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  exec bash docs/runs/2026-12-07-session28-run2/run2.sh
+  LIMIT_S=575 exec bash docs/runs/2026-12-07-session28-run2/run2.sh
 fi
 T=/tmp/p
 mkdir -p $T
 source scripts/variant_bench.sh
+snapshot() { tar czf $OUT/p.tgz -C /tmp p; }
 build_tree
-timeout 400 ncu --profile-from-start off -k "regex:rms_norm_rows_kernel" \
+# First, rmsnorm_tanh_residual with its first row's tanh(gate) computed while that row is in flight (session 29
+# run 3's patch; FLUX.1 37.0 us against compile's 36.3 in run 1; the cached path's ~24 tanh per thread, once per
+# block, now run after the first row has arrived; predicted ~1 us faster at FLUX.1, Wan 2.1 unchanged).
+bench tree rmsnorm_tanh_residual
+swap_patch docs/runs/2026-12-07-session29-run3/tanh_early.patch tanh_early rmsnorm_tanh_residual
+python3 bench/compare_runs.py tree=$T/tb_tree.json tanh_early=$T/tb_tanh_early.json
+timeout $((400 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
   --section SourceCounters --print-summary none \
   python3 bench/kernel_profile.py --calls 1 --shapes Wan2.1-14B \
   --ops rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift >$T/ncu.txt 2>&1
 echo "ncu rc $? at ${SECONDS}s"
-cp $T/ncu.txt $T/check.txt $OUT/ 2>/dev/null
-grep -E "rms_norm_rows_kernel|Duration|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Achieved Occupancy|Executed Instructions  " $T/ncu.txt | cut -c1-160
+timeout $((560 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
+  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+  --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
+  --section SourceCounters --print-summary none \
+  python3 bench/kernel_profile.py --calls 1 --shapes FLUX.1 \
+  --ops rmsnorm_tanh_residual fused_inplace_qknorm_rope fused_qknorm_rope >>$T/ncu.txt 2>&1
+echo "ncu FLUX.1 rc $? at ${SECONDS}s"
+snapshot
+grep -E "rms_norm_rows_kernel|qknorm_rope|Duration|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Achieved Occupancy|Executed Instructions  " $T/ncu.txt | cut -c1-160
