@@ -28,14 +28,14 @@ swap_patch docs/runs/2026-12-07-session29-run3/row_in_two.patch row_in_two rmsno
   rmsnorm_decomposed_scale_shift rmsnorm_scale_shift
 python3 bench/compare_runs.py tree=$T/tb_tree.json tanh_early=$T/tb_tanh_early.json row_in_two=$T/tb_row_in_two.json
 for f in $T/tb_*.txt; do echo "$(basename $f): $(grep -c 'contract against eager: True, fused kernel ran: True' $f) met, $(grep 'meets its contract' $f | grep -vc 'True, fused kernel ran: True') not"; done
-timeout $((400 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
+timeout $((360 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
   --section SourceCounters --print-summary none \
   python3 bench/kernel_profile.py --calls 1 --shapes Wan2.1-14B \
   --ops rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift >$T/ncu.txt 2>&1
 echo "ncu rc $? at ${SECONDS}s"
-timeout $((560 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
+timeout $((480 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
   --section SourceCounters --print-summary none \
