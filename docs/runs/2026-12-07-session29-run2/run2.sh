@@ -9,7 +9,7 @@
 set -u
 LIMIT_S=${LIMIT_S:-480}  # the seconds this call may take; the two ncu steps share what the benches leave
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  exec bash docs/runs/2026-12-07-session28-run2/run2.sh
+  LIMIT_S=$LIMIT_S exec bash docs/runs/2026-12-07-session28-run2/run2.sh
 fi
 T=/tmp/p
 mkdir -p $T
