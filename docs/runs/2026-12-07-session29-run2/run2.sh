@@ -7,7 +7,7 @@
 # and the QK-norm + RoPE kernels (fused_inplace_qknorm_rope 0.965x, 77.4% of copy; fused_qknorm_rope 0.994x). On an H200 instead: session 28 run 2 (rope_rotate_half's
 # flat form beside the tree, then the acceptance torch_bench and pytest), the first H200 since session 22.
 set -u
-LIMIT_S=${LIMIT_S:-480}  # the seconds this call may take; the two ncu steps share what the benches leave
+LIMIT_S=${LIMIT_S:-480}  # the seconds this call may take
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   LIMIT_S=$LIMIT_S exec bash docs/runs/2026-12-07-session28-run2/run2.sh
 fi
@@ -29,19 +29,21 @@ swap_patch docs/runs/2026-12-07-session29-run3/row_in_two.patch row_in_two rmsno
   rmsnorm_decomposed_scale_shift rmsnorm_scale_shift
 python3 bench/compare_runs.py tree=$T/tb_tree.json tanh_early=$T/tb_tanh_early.json row_in_two=$T/tb_row_in_two.json
 for f in $T/tb_*.txt; do echo "$(basename $f): $(grep -c 'contract against eager: True, fused kernel ran: True' $f) met, $(grep 'meets its contract' $f | grep -vc 'True, fused kernel ran: True') not"; done
-timeout $(((LIMIT_S + SECONDS) / 2 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
-  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-  --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
-  --section SourceCounters --print-summary none \
-  python3 bench/kernel_profile.py --calls 1 --shapes Wan2.1-14B \
-  --ops rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift >$T/ncu.txt 2>&1
-echo "ncu rc $? at ${SECONDS}s"
-timeout $((LIMIT_S - 15 - SECONDS)) ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
-  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-  --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
-  --section SourceCounters --print-summary none \
-  python3 bench/kernel_profile.py --calls 1 --shapes FLUX.1 \
-  --ops rmsnorm_tanh_residual fused_inplace_qknorm_rope fused_qknorm_rope >>$T/ncu.txt 2>&1
-echo "ncu FLUX.1 rc $? at ${SECONDS}s"
+snapshot
+touch $T/ncu.txt
+# The profiles, each only where 150 s or more are left for it.
+profile() {  # profile SHAPE OPS...: ncu sections of the dfuse kernels of OPS at SHAPE, appended to $T/ncu.txt
+  local shape=$1 left=$((LIMIT_S - 15 - SECONDS))
+  shift
+  if ((left < 150)); then echo "ncu $shape skipped: ${left}s left"; return; fi
+  timeout $left ncu --profile-from-start off -k "regex:rms_norm_rows_kernel|qknorm_rope" \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section SchedulerStats --section MemoryWorkloadAnalysis --section InstructionStats \
+    --section SourceCounters --print-summary none \
+    python3 bench/kernel_profile.py --calls 1 --shapes $shape --ops "$@" >>$T/ncu.txt 2>&1
+  echo "ncu $shape rc $? at ${SECONDS}s"
+}
+profile Wan2.1-14B rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift
+profile FLUX.1 rmsnorm_tanh_residual fused_inplace_qknorm_rope fused_qknorm_rope
 snapshot
 grep -E "rms_norm_rows_kernel|qknorm_rope|Duration|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Achieved Occupancy|Executed Instructions  " $T/ncu.txt | cut -c1-160
