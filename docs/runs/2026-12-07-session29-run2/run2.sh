@@ -4,7 +4,9 @@
 # storage-dtype chain at 96.1% (rmsnorm_scale, 535.9) and the decomposed chain at 94.6%
 # (rmsnorm_decomposed_scale_shift, 544.0; run 1). ncu sections (warp states, scheduler, source counters) of the
 # three kernels, one launch each, dfuse's side only; then at FLUX.1 rmsnorm_tanh_residual (0.980x of torch.compile)
-# and the QK-norm + RoPE kernels (fused_inplace_qknorm_rope 0.965x, 77.4% of copy; fused_qknorm_rope 0.994x). On an H200 instead: session 28 run 2 (rope_rotate_half's
+# and the QK-norm + RoPE kernels (fused_inplace_qknorm_rope 0.965x, 77.4% of copy; fused_qknorm_rope 0.994x).
+# As the device time left shrank, the call became: build, the benches of run 3's patches beside the tree, run 4
+# (the adoption checks of a patch that won) in the time left, and the profiles only where no patch won. On an H200 instead: session 28 run 2 (rope_rotate_half's
 # flat form beside the tree, then the acceptance torch_bench and pytest), the first H200 since session 22.
 set -u
 LIMIT_S=${LIMIT_S:-480}  # the seconds this call may take
@@ -31,6 +33,10 @@ python3 bench/compare_runs.py tree=$T/tb_tree.json tanh_early=$T/tb_tanh_early.j
 for f in $T/tb_*.txt; do echo "$(basename $f): $(grep -c 'contract against eager: True, fused kernel ran: True' $f) met, $(grep 'meets its contract' $f | grep -vc 'True, fused kernel ran: True') not"; done
 snapshot
 touch $T/ncu.txt
+# Then run 4 (the adoption checks of a patch that won) in the time left; where none won, the profiles instead.
+LIMIT_S=$((LIMIT_S - SECONDS)) bash docs/runs/2026-12-07-session29-run4/run4.sh
+run4=$?
+echo "run 4 rc $run4 at ${SECONDS}s"
 # The profiles, each only where 150 s or more are left for it.
 profile() {  # profile SHAPE OPS...: ncu sections of the dfuse kernels of OPS at SHAPE, appended to $T/ncu.txt
   local shape=$1 left=$((LIMIT_S - 15 - SECONDS))
@@ -43,7 +49,9 @@ profile() {  # profile SHAPE OPS...: ncu sections of the dfuse kernels of OPS at
     python3 bench/kernel_profile.py --calls 1 --shapes $shape --ops "$@" >>$T/ncu.txt 2>&1
   echo "ncu $shape rc $? at ${SECONDS}s"
 }
-profile Wan2.1-14B rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift
-profile FLUX.1 rmsnorm_tanh_residual fused_inplace_qknorm_rope fused_qknorm_rope
+if ((run4 == 3)); then
+  profile Wan2.1-14B rmsnorm_scale_shift rmsnorm_scale rmsnorm_decomposed_scale_shift
+  profile FLUX.1 rmsnorm_tanh_residual fused_inplace_qknorm_rope fused_qknorm_rope
+fi
 snapshot
 grep -E "rms_norm_rows_kernel|qknorm_rope|Duration|DRAM Throughput|Warp Cycles Per Issued|Issue Slots Busy|No Eligible|Achieved Occupancy|Executed Instructions  " $T/ncu.txt | cut -c1-160
