@@ -6,8 +6,9 @@
 # three kernels, one launch each, dfuse's side only; then at FLUX.1 rmsnorm_tanh_residual (0.980x of torch.compile)
 # and the QK-norm + RoPE kernels (fused_inplace_qknorm_rope 0.965x, 77.4% of copy; fused_qknorm_rope 0.994x).
 # As the device time left shrank, the call became: build, the benches of run 3's patches beside the tree, run 4
-# (the adoption checks of a patch that won) in the time left, and the profiles only where no patch won. On an H200 instead: session 28 run 2 (rope_rotate_half's
-# flat form beside the tree, then the acceptance torch_bench and pytest), the first H200 since session 22.
+# (the adoption checks of a patch that won) in the time left, and the profiles only where no patch won. On an
+# H200 instead: session 28 run 2 (rope_rotate_half's flat form beside the tree, then the acceptance torch_bench and
+# pytest), the first H200 since session 22.
 set -u
 LIMIT_S=${LIMIT_S:-480}  # the seconds this call may take
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
