@@ -25,3 +25,5 @@ grep "meets its contract" $T/tb_align128.txt | grep -v "True, fused kernel ran: 
 python3 bench/compare_runs.py run2_tree=docs/runs/2026-12-07-session29-run2/result/tb_tree.json \
   align128=$T/tb_align128.json
 grep "copy bandwidth" $T/tb_align128.txt
+python3 bench/compare_runs.py run1=docs/runs/2026-12-07-session29-run1/torch_bench.json align128=$T/tb_align128.json \
+  | grep "align128 [0-9]"
