@@ -5,14 +5,20 @@
 #   build_tree                               gpu_check's build steps alone (its logs in $T)
 #   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt} (40 s + 20 s per op at most)
 #   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored and
-#                                            rebuilt (so a later bench measures the tree again); a `snapshot`
-#                                            function, where the script defines one, runs after the bench, so a
-#                                            call cut short during the rebuild still returns the variant's numbers
+#                                            rebuilt (so a later bench measures the tree again); `snapshot` runs
+#                                            after the bench, so a call cut short during the rebuild still returns
+#                                            the variant's numbers
+#   snapshot                                 $T archived as $OUT/<name of T>.tgz
 #   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
+mkdir -p "$T"
+
+snapshot() {  # $T as $OUT/<name of T>.tgz (one file: the device runner returns few); a script may redefine it
+  tar czf "$OUT/$(basename "$T").tgz" -C "$(dirname "$T")" "$(basename "$T")"
+}
 
 build_tree() {  # every gpu_check step but the build ones skipped
   DFUSE_CHECK_SKIP=python_deps,ctest_host,ctest_gpu,pytest,memcheck,racecheck,dfuse_verify,dfuse_bench,torch_bench \
@@ -37,7 +43,7 @@ swap() {  # swap FILE VARIANT.txt NAME OPS...
   shift 3
   cp "$file" "$T/keep_$(basename "$file")"
   cp "$variant" "$file" && build "$name" && bench "$name" "$@"
-  if declare -F snapshot >/dev/null; then snapshot; fi
+  snapshot
   cp "$T/keep_$(basename "$file")" "$file"
   touch "$file"  # newer than the variant's objects, so the build takes the tree's file again
   build "restored_after_$name"
@@ -47,7 +53,7 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
   local patch=$1 name=$2
   shift 2
   git apply "$patch" && build "$name" && bench "$name" "$@"
-  if declare -F snapshot >/dev/null; then snapshot; fi
+  snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"
 }

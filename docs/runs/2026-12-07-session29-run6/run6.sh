@@ -20,9 +20,7 @@
 set -u
 LIMIT_S=${LIMIT_S:-560}
 T=/tmp/a
-mkdir -p $T
-source scripts/variant_bench.sh
-snapshot() { tar czf $OUT/a.tgz -C /tmp a; }
+source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/a.tgz
 OPS="rmsnorm_scale rmsnorm_decomposed_scale_shift rmsnorm_scale_shift rmsnorm_tanh_residual rmsnorm_modulate_fp32"
 build_tree
 bench tree $OPS
