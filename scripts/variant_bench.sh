@@ -41,10 +41,12 @@ bench() {  # bench NAME OPS...
 swap() {  # swap FILE VARIANT.txt NAME OPS...
   local file=$1 variant=$2 name=$3
   shift 3
-  cp "$file" "$T/keep_$(basename "$file")"
+  local kept
+  kept=$(mktemp)  # outside $T, so the tree's file is not archived with the results
+  cp "$file" "$kept"
   cp "$variant" "$file" && build "$name" && bench "$name" "$@"
   snapshot
-  cp "$T/keep_$(basename "$file")" "$file"
+  cp "$kept" "$file" && rm -f "$kept"
   touch "$file"  # newer than the variant's objects, so the build takes the tree's file again
   build "restored_after_$name"
 }
