@@ -199,10 +199,15 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 // (rmsnorm_tanh_residual's tanh(gate): 772 -> 599 us at Wan 2.1, session 19), and no bound is set on their
 // blocks per SM (at 6 or more, 80 registers, its storage-dtype kernel ran 792.7 us, at the compiler's 93
 // registers 772.6: session 12 run 4). Without it a block takes one row.
+// The staged row starts on a 128-byte boundary of shared memory, so that each 32-byte sector of a warp's cp.async
+// lands in one shared sector (placed right after the static shared memory, 16 bytes past a 32-byte boundary in
+// most instantiations, each straddled two): at Wan 2.1 on an H100 (session 31) rmsnorm_scale 536.4 -> 518.1 us,
+// rmsnorm_decomposed_scale_shift 545.1 -> 523.6. The persistent kCached blocks keep 16 bytes: rmsnorm_tanh_residual
+// ran 805.8 -> 814.4 with 128.
 template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi, bool kCached>
 __global__ void __launch_bounds__(kThreads, kCached || kThreads != kRmsNormVecThreads ? 1 : kRmsNormRowBlocksPerSm)
     rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
-  extern __shared__ __align__(16) unsigned char staged[];
+  extern __shared__ __align__(kCached ? 16 : 128) unsigned char staged[];
   using Cache = RmsNormCachedOperand<Epi>;
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   constexpr int kCachedIndex = kCached ? Cache::kIndex : -1;
