@@ -201,13 +201,14 @@ __device__ __forceinline__ void rms_norm_rows_epilogue(const RmsNormRowsParams& 
 // registers 772.6: session 12 run 4). Without it a block takes one row.
 // The staged row starts on a 128-byte boundary of shared memory, so that each 32-byte sector of a warp's cp.async
 // lands in one shared sector (placed right after the static shared memory, 16 bytes past a 32-byte boundary in
-// most instantiations, each straddled two): at Wan 2.1 on an H100 (session 31) rmsnorm_scale 536.4 -> 518.1 us,
-// rmsnorm_decomposed_scale_shift 545.1 -> 523.6. The persistent kCached blocks keep 16 bytes: rmsnorm_tanh_residual
-// ran 805.8 -> 814.4 with 128.
+// most instantiations, each straddled two): on an H100 (session 31) rmsnorm_scale 25.7 / 536.4 -> 24.1 / 518.1 us
+// at FLUX.1 / Wan 2.1, rmsnorm_decomposed_scale_shift 26.8 / 545.1 -> 25.5 / 523.6; the persistent kCached blocks
+// (rmsnorm_tanh_residual) 37.0 / 805.8 -> 36.3 / 814.4, which puts FLUX.1 ahead of torch.compile (0.98x -> 1.00x)
+// and keeps Wan 2.1 at 1.14x.
 template <typename T, int kThreads, int VEC, RmsNormChain kChain, typename Epi, bool kCached>
 __global__ void __launch_bounds__(kThreads, kCached || kThreads != kRmsNormVecThreads ? 1 : kRmsNormRowBlocksPerSm)
     rms_norm_rows_kernel(RmsNormRowsParams p, Epi epi) {
-  extern __shared__ __align__(kCached ? 16 : 128) unsigned char staged[];
+  extern __shared__ __align__(128) unsigned char staged[];
   using Cache = RmsNormCachedOperand<Epi>;
   constexpr int kOperands = rowwise_arity<T, Epi>() - 1;
   constexpr int kCachedIndex = kCached ? Cache::kIndex : -1;
