@@ -10,6 +10,8 @@
 #                                            the variant's numbers
 #   snapshot                                 $T archived as $OUT/<name of T>.tgz
 #   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed
+#   contract_summary FILES...                per torch_bench text output, how many rows met their contract with
+#                                            the fused kernel running, and how many did not
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
@@ -58,4 +60,12 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
   snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"
+}
+
+contract_summary() {  # contract_summary FILES...
+  local f
+  for f in "$@"; do
+    echo "$(basename "$f"): $(grep -c 'contract against eager: True, fused kernel ran: True' "$f") met," \
+      "$(grep 'meets its contract' "$f" | grep -vc 'True, fused kernel ran: True') not"
+  done
 }

@@ -32,9 +32,7 @@ snapshot
 (($(left) > 190)) && swap_patch docs/runs/2026-12-07-session31-run2/staged_align16.patch align16 "${RMS[@]}"
 snapshot
 nvidia-smi --query-gpu=name --format=csv,noheader
-for f in $T/tb_*.txt; do
-  echo "$(basename $f): $(grep -c 'contract against eager: True, fused kernel ran: True' $f) met, $(grep 'meets its contract' $f | grep -vc 'True, fused kernel ran: True') not"
-done
+contract_summary $T/tb_*.txt
 grep -h "copy bandwidth" $T/tb_*.txt
 python3 bench/compare_runs.py tree=$T/tb_tree.json from_first=$T/tb_from_first.json wide_values=$T/tb_wide_values.json \
   align16=$T/tb_align16.json
