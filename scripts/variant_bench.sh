@@ -9,7 +9,9 @@
 #                                            after the bench, so a call cut short during the rebuild still returns
 #                                            the variant's numbers
 #   snapshot                                 $T archived as $OUT/<name of T>.tgz
-#   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed
+#   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed;
+#                                            with SWAP_PYTEST="MODULE ..." set, also pytest of
+#                                            python/tests/test_MODULE_torch.py against eager before the reversal
 #   contract_summary FILES...                per torch_bench text output, how many rows met their contract with
 #                                            the fused kernel running, and how many did not
 #
@@ -54,9 +56,15 @@ swap() {  # swap FILE VARIANT.txt NAME OPS...
 }
 
 swap_patch() {  # swap_patch PATCH NAME OPS...
-  local patch=$1 name=$2
+  local patch=$1 name=$2 m
   shift 2
-  git apply "$patch" && build "$name" && bench "$name" "$@"
+  if git apply "$patch" && build "$name" && bench "$name" "$@"; then
+    for m in ${SWAP_PYTEST:-}; do
+      DFUSE_REQUIRE_CUDA=1 timeout 80 python3 -m pytest "python/tests/test_${m}_torch.py" -q -p no:cacheprovider \
+        >"$T/pytest_${m}_$name.log" 2>&1
+      echo "pytest $m with $name rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_${m}_$name.log")"
+    done
+  fi
   snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"

@@ -22,17 +22,6 @@ NSS=("norm_scale_shift layer_norm affine" "norm_scale_shift layer_norm")
 T=/tmp/q
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/q.tgz
 left() { echo $((LIMIT_S - SECONDS)); }
-prefetch_l1() {  # swap_patch of the L1 form, with pytest of the kernel's modules against eager before the reversal
-  git apply $HERE/qknorm_rope_prefetch_l1.patch && build prefetch_l1 && bench prefetch_l1 "${QK[@]}"
-  for m in rope flux2_rope qknorm_rope_forms; do
-    DFUSE_REQUIRE_CUDA=1 timeout 60 python3 -m pytest python/tests/test_${m}_torch.py -q -p no:cacheprovider \
-      >$T/pytest_${m}_prefetch_l1.log 2>&1
-    echo "pytest $m with the L1 form rc $? at ${SECONDS}s: $(tail -1 $T/pytest_${m}_prefetch_l1.log)"
-  done
-  snapshot
-  git apply -R $HERE/qknorm_rope_prefetch_l1.patch
-  build restored_after_prefetch_l1
-}
 build_tree
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   timeout $(($(left) - 15 > 200 ? 200 : $(left) - 15)) \
@@ -52,7 +41,8 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
 else
   bench tree "${QK[@]}"
   snapshot
-  (($(left) > 150)) && prefetch_l1
+  (($(left) > 150)) && SWAP_PYTEST="rope flux2_rope qknorm_rope_forms" \
+    swap_patch $HERE/qknorm_rope_prefetch_l1.patch prefetch_l1 "${QK[@]}"
   (($(left) > 90)) && swap_patch $HERE/qknorm_rope_prefetch_l2.patch prefetch_l2 "${QK[@]}"
   snapshot
   contract_summary $T/tb_*.txt
