@@ -12,6 +12,9 @@
 #   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed;
 #                                            with SWAP_PYTEST="MODULE ..." set, also pytest of
 #                                            python/tests/test_MODULE_torch.py against eager before the reversal
+#   left                                     seconds left of LIMIT_S (the script's limit) since it started
+#   bench_all                                torch_bench of every op into $T/torch_bench.{json,txt} (at most 200 s,
+#                                            and 15 s short of LIMIT_S)
 #   contract_summary FILES...                per torch_bench text output, how many rows met their contract with
 #                                            the fused kernel running, and how many did not
 #
@@ -33,6 +36,15 @@ build_tree() {  # every gpu_check step but the build ones skipped
 build() {  # build NAME: the CUDA backend rebuilt (its log $T/build_NAME.log)
   timeout 120 cmake --build build-gpu --target dfuse_cuda -j16 >"$T/build_$1.log" 2>&1
   echo "build $1 rc $? at ${SECONDS}s"
+}
+
+left() { echo $((${LIMIT_S:?} - SECONDS)); }
+
+bench_all() {
+  local limit=$(($(left) - 15))
+  timeout $((limit > 200 ? 200 : limit)) python3 bench/torch_bench.py --json "$T/torch_bench.json" \
+    >"$T/torch_bench.txt" 2>&1
+  echo "torch_bench rc $? at ${SECONDS}s"
 }
 
 bench() {  # bench NAME OPS...

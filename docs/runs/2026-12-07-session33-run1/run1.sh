@@ -21,12 +21,9 @@ QK=(fused_qknorm_rope fused_inplace_qknorm_rope flux2_strided_qknorm_rope flux2_
 NSS=("norm_scale_shift layer_norm affine" "norm_scale_shift layer_norm")
 T=/tmp/q
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/q.tgz
-left() { echo $((LIMIT_S - SECONDS)); }
 build_tree
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-  timeout $(($(left) - 15 > 200 ? 200 : $(left) - 15)) \
-    python3 bench/torch_bench.py --json $T/torch_bench.json >$T/torch_bench.txt 2>&1
-  echo "torch_bench rc $? at ${SECONDS}s"
+  bench_all
   snapshot
   (($(left) > 100)) && swap_patch $HERE/qknorm_rope_prefetch_l1.patch prefetch_l1 "${QK[@]}"
   (($(left) > 110)) && swap_patch docs/runs/2026-12-07-session31-run1/norm_fp32_cached_from_first.patch from_first \
