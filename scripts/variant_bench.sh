@@ -11,7 +11,9 @@
 #   snapshot                                 $T archived as $OUT/<name of T>.tgz
 #   swap_patch PATCH NAME OPS...             the same with PATCH (git diff format, any files) applied and reversed;
 #                                            with SWAP_PYTEST="MODULE ..." set, also pytest of
-#                                            python/tests/test_MODULE_torch.py against eager before the reversal
+#                                            python/tests/test_MODULE_torch.py against eager before the reversal;
+#                                            with SWAP_WITH_PATCH=FUNCTION set, FUNCTION NAME runs after them (more
+#                                            checks of the patched build, e.g. a sanitizer over its tests)
 #   left                                     seconds left of LIMIT_S (the script's limit) since it started
 #   bench_all                                torch_bench of every op into $T/torch_bench.{json,txt} (at most 200 s,
 #                                            and 15 s short of LIMIT_S)
@@ -76,6 +78,7 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
         >"$T/pytest_${m}_$name.log" 2>&1
       echo "pytest $m with $name rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_${m}_$name.log")"
     done
+    [[ -n ${SWAP_WITH_PATCH:-} ]] && "$SWAP_WITH_PATCH" "$name"
   fi
   snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects

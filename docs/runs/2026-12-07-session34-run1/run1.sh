@@ -23,21 +23,17 @@ bench tree rope_rotate_half
 timeout 60 build-gpu/dfuse bench --op rope_rotate_half >"$T/dfuse_bench_tree.txt" 2>&1
 echo "dfuse bench tree rc $? at ${SECONDS}s"
 snapshot
-if git apply $HERE/rope_rotate_half_flat_large.patch && build flat_large && bench flat_large rope_rotate_half; then
-  timeout 60 build-gpu/dfuse bench --op rope_rotate_half >"$T/dfuse_bench_flat_large.txt" 2>&1
-  echo "dfuse bench flat_large rc $? at ${SECONDS}s"
-  DFUSE_REQUIRE_CUDA=1 timeout 90 python3 -m pytest python/tests/test_rope_torch.py -q -p no:cacheprovider \
-    >"$T/pytest_rope_flat_large.log" 2>&1
-  echo "pytest rope with flat_large rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_rope_flat_large.log")"
+flat_checks() {  # with the patch applied: dfuse bench and memcheck over the flat form's pytest cases
+  timeout 60 build-gpu/dfuse bench --op rope_rotate_half >"$T/dfuse_bench_$1.txt" 2>&1
+  echo "dfuse bench $1 rc $? at ${SECONDS}s"
   snapshot
   DFUSE_REQUIRE_CUDA=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
     python/tests/test_rope_torch.py -q -p no:cacheprovider -k "rotate_half and bfloat16 and (hunyuan_video or 18000)" \
-    >"$T/memcheck_flat_large.log" 2>&1
-  echo "memcheck flat_large rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY" "$T/memcheck_flat_large.log" | tail -1)"
-  snapshot
-  git apply -R $HERE/rope_rotate_half_flat_large.patch
-  build restored_after_flat_large
-fi
+    >"$T/memcheck_$1.log" 2>&1
+  echo "memcheck $1 rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY" "$T/memcheck_$1.log" | tail -1)"
+}
+SWAP_PYTEST=rope SWAP_WITH_PATCH=flat_checks swap_patch $HERE/rope_rotate_half_flat_large.patch flat_large \
+  rope_rotate_half
 grep -h "copy bandwidth" $T/tb_*.txt
 python3 bench/compare_runs.py tree=$T/tb_tree.json flat_large=$T/tb_flat_large.json
 grep -h "rope_rotate_half" $T/dfuse_bench_*.txt | head -20
