@@ -153,7 +153,7 @@ def test_rotate_half_tables_in_x_dtype(dtype):
 @pytest.mark.parametrize("dtype", ALL, ids=str)
 @pytest.mark.parametrize("shape, rot", [((1, 4608, 24, 128), 64), ((1, 4608, 24, 128), 128), ((2, 7, 3, 80), 34),
                                         ((1, 4097, 30, 128), 96), ((1, 1, 1, 64), 2),
-                                        ((1, 16384, 30, 128), 96)], ids=str)
+                                        ((1, 16384, 30, 128), 96), ((1, 18000, 30, 128), 96)], ids=str)
 def test_rotate_half_partial_rotary(shape, rot, dtype, math, chain):
     b, s, h, d = shape
     table_dtype = dtype if math == "storage_dtype" else torch.float32

@@ -3,7 +3,9 @@
 // - Vectorized (every row and weight 16-byte aligned; the common case): half a warp per row
 //   (half_warp_rows_in_flight of them loaded at once), lane j holding elements 128k + 8j .. + 7, the
 //   statistics from cuda/rms_norm_stats.cuh's half-warp functions (the storage-dtype chain's, rows of 128,
-//   below), 16-byte accesses, the weight loaded once per thread; blockIdx.y picks q or k.
+//   below), 16-byte accesses, the weight loaded once per thread; blockIdx.y picks q or k, each part given up to
+//   the resident block count (rope_launch.cuh, as qk_head_layernorm; half of it each ran FLUX.1 5-7% slower on
+//   the H100, session 34).
 // - General: a warp per row of q, then of k, in one grid: lane l reads chunks l, l + 32, ... (4 elements
 //   each) of the row, the row's statistic comes from the warp functions, and the lane writes its
 //   elements back.
@@ -17,6 +19,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
+#include "ops/rope/rope_launch.cuh"
 #include "ops/norm/qk_rmsnorm_native.h"
 
 namespace dfuse::detail {
@@ -197,18 +200,13 @@ bool vectorized_form_applies(const QkRmsNormParams& p) {
   return true;
 }
 
+static_assert(kQkWarps * 32 == kRopeThreads);
+
 template <typename T, int K>
 void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
-  auto kernel = qk_rmsnorm_vec_kernel<T, K>;
-  int per_sm = 0;
-  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
   const int64_t rows = std::max(p.q.rows.geom.rows(), p.k.rows.geom.rows());
-  const int64_t block_rows = 2 * kQkWarps * half_warp_rows_in_flight<T>(K);
-  const int64_t wanted = (rows + block_rows - 1) / block_rows;
-  // q's and k's blocks share the resident slots.
-  const int64_t resident = std::max<int64_t>(1, int64_t(multiprocessor_count(p.q.rows.device)) * per_sm / 2);
-  kernel<<<dim3(unsigned(std::min(wanted, resident)), 2), kQkWarps * 32, 0, stream>>>(p);
-  DFUSE_CUDA_CHECK_LAUNCH();
+  launch_rope_kernel<qk_rmsnorm_vec_kernel<T, K>>(p.q.rows.device, rows * 16 / half_warp_rows_in_flight<T>(K), 2,
+                                                  stream, p);
 }
 
 template <typename T, int K>
