@@ -22,6 +22,9 @@
 #
 # Every step prints its exit status and the seconds since the script started; compare the results with
 # bench/compare_runs.py.
+#
+# On a machine kept warm after a call that built patched sources, the next call's copy of the tree keeps the
+# files' times, older than the patched objects: touch the files the patch changed before building (session 34).
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
 mkdir -p "$T"
 
