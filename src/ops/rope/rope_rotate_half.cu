@@ -97,6 +97,19 @@ __device__ __forceinline__ void copy_heads(const T* x, T* out, int64_t x_head, i
     if (h < heads) v[h].store_global(out + h * out_head);
 }
 
+// Item `item` of the rotary units, then the tail's: its unit (returned), the indices of its group's first row
+// and the group's rows (idx, heads), x and out at that row; `rotary` false for a tail item.
+template <typename T>
+__device__ __forceinline__ uint32_t locate_item(const RopeRotateHalfParams& p, const RowGroupItems& pairs,
+                                                const RowGroupItems& tail, uint32_t item, uint32_t (&idx)[3],
+                                                int& heads, bool& rotary, const T*& x, T*& out) {
+  rotary = item < pairs.total;
+  const uint32_t unit = rotary ? pairs.split(item, idx, heads) : tail.split(item - pairs.total, idx, heads);
+  x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
+  out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+  return unit;
+}
+
 template <typename T, typename Table, RopeMath M, int VEC, int kGroupHeads>
 __global__ void __launch_bounds__(kRopeThreads)
     rope_rotate_half_kernel(RopeRotateHalfParams p, RowGroupItems pairs, RowGroupItems tail) {
@@ -106,10 +119,10 @@ __global__ void __launch_bounds__(kRopeThreads)
        item += gridDim.x * kRopeThreads) {
     uint32_t idx[3];
     int heads;
-    const bool rotary = item < pairs.total;
-    const uint32_t unit = rotary ? pairs.split(item, idx, heads) : tail.split(item - pairs.total, idx, heads);
-    const T* x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
-    T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+    bool rotary;
+    const T* x;
+    T* out;
+    const uint32_t unit = locate_item(p, pairs, tail, item, idx, heads, rotary, x, out);
     if (!rotary) {  // the untouched tail
       const uint32_t col = uint32_t(p.rot_dim) + unit * VEC;
       copy_heads<T, VEC, kGroupHeads>(x + col, out + col, x_head, out_head, heads);
@@ -143,10 +156,10 @@ __global__ void __launch_bounds__(kRopeThreads)
   if (item >= pairs.total + tail.total) return;
   uint32_t idx[3];
   int heads;
-  const bool rotary = item < pairs.total;
-  const uint32_t unit = rotary ? pairs.split(item, idx, heads) : tail.split(item - pairs.total, idx, heads);
-  const T* x = static_cast<const T*>(p.x.data) + p.x.offset(idx);
-  T* out = static_cast<T*>(p.out.data) + p.out.offset(idx);
+  bool rotary;
+  const T* x;
+  T* out;
+  const uint32_t unit = locate_item(p, pairs, tail, item, idx, heads, rotary, x, out);
   if (!rotary) {
     const uint32_t col = uint32_t(p.rot_dim) + unit * VEC;
     copy_heads<T, VEC, 1>(x + col, out + col, 0, 0, 1);
