@@ -26,6 +26,7 @@
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
 #include "cuda/paired_arith.cuh"
+#include "cuda/resident_blocks.cuh"
 #include "cuda/vector_io.cuh"
 #include "dfuse/core/device.h"
 #include "dfuse/core/error.h"
@@ -405,9 +406,7 @@ void launch_staged_rows(int threads, int64_t rows, int64_t cols, size_t staged_b
                         const Args&... args) {
   const size_t smem = size_t(cols) * staged_bytes;
   allow_dynamic_shared_bytes<Kernel>(smem);
-  int per_sm = 0;
-  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, smem));
-  const int64_t resident = int64_t(multiprocessor_count(device)) * std::max(per_sm, 1);
+  const int64_t resident = resident_blocks<Kernel>(device, threads, smem);
   Kernel<<<uint32_t(std::min<int64_t>(rows, resident)), threads, smem, stream>>>(args...);
   DFUSE_CUDA_CHECK_LAUNCH();
 }

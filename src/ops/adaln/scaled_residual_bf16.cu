@@ -24,6 +24,7 @@
 #include "common/uint_divider.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
+#include "cuda/resident_blocks.cuh"
 #include "cuda/vector_io.cuh"
 #include "ops/adaln/scaled_residual_bf16.h"
 
@@ -158,13 +159,8 @@ void launch(const RowwiseParams& p, cudaStream_t stream) {
     DFUSE_CUDA_CHECK_LAUNCH();
     return;
   }
-  auto kernel = scaled_residual_bf16_rows_kernel<VEC>;
-  static const int per_sm = [&] {
-    int blocks = 0;
-    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, 0));
-    return blocks > 0 ? blocks : 1;
-  }();
-  const int64_t resident = int64_t(multiprocessor_count(p.device)) * per_sm;
+  constexpr auto kernel = scaled_residual_bf16_rows_kernel<VEC>;
+  const int64_t resident = resident_blocks<kernel>(p.device, kThreads);
   const auto grid = uint32_t(std::min((vectors + kThreads - 1) / kThreads, resident));
   kernel<<<grid, kThreads, 0, stream>>>(p, vecs_per_row, vectors);
   DFUSE_CUDA_CHECK_LAUNCH();

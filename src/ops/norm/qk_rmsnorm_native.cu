@@ -17,6 +17,7 @@
 #include "common/entries.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
+#include "cuda/resident_blocks.cuh"
 #include "cuda/rms_norm_stats.cuh"
 #include "cuda/rowwise.cuh"
 #include "ops/rope/rope_launch.cuh"
@@ -212,12 +213,10 @@ void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
 template <typename T, int K>
 void launch_qk_rmsnorm(const QkRmsNormParams& p, cudaStream_t stream) {
   if (vectorized_form_applies(p)) return launch_qk_rmsnorm_vec<T, K>(p, stream);
-  auto kernel = qk_rmsnorm_kernel<T, K>;
-  int per_sm = 0;
-  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kQkWarps * 32, 0));
+  constexpr auto kernel = qk_rmsnorm_kernel<T, K>;
   const int64_t rows = p.q.rows.geom.rows() + p.k.rows.geom.rows();
   const int64_t wanted = (rows + kQkWarps - 1) / kQkWarps;
-  const int64_t resident = int64_t(multiprocessor_count(p.q.rows.device)) * std::max(per_sm, 1);
+  const int64_t resident = resident_blocks<kernel>(p.q.rows.device, kQkWarps * 32);
   // Rows of 128 * K elements: 4-element accesses are aligned when every row start and the weights are.
   const int bytes = 4 * int(sizeof(T));
   const auto weight_aligned = [bytes](const void* w) { return !w || reinterpret_cast<uintptr_t>(w) % bytes == 0; };

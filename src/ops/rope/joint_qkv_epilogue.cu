@@ -306,7 +306,7 @@ template <typename T, PairRotation kRotation>
 void launch_head_groups(const JointQkvParams& p, cudaStream_t stream) {
   constexpr auto kKernel = joint_qkv_head_group_kernel<T, kRotation>;
   const auto items_of = [&](int max_group) { return int64_t(joint_qkv_groups(p, max_group).start[p.parts]); };
-  const int64_t resident_half_warps = rope_resident_blocks<kKernel>(p.device) * (kRopeThreads / 16);
+  const int64_t resident_half_warps = resident_blocks<kKernel>(p.device, kRopeThreads) * (kRopeThreads / 16);
   const JointQkvGroups g = joint_qkv_groups(p, max_group_heads(items_of, resident_half_warps));
   const int64_t items = g.start[p.parts];  // one per half-warp
   launch_rope_kernel<kKernel>(p.device, items * 16, 1, stream, p, g);

@@ -16,6 +16,7 @@
 #include "common/entries.h"
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
+#include "cuda/resident_blocks.cuh"
 #include "cuda/rms_norm_rows.cuh"
 #include "cuda/vector_io.cuh"
 #include "ops/rope/ltx2_qknorm_split_rope.h"
@@ -122,14 +123,12 @@ int64_t side_rows(const Ltx2QkNormSplitRopeParams& p, int first, int sides) {
 
 template <typename T, int kThreads, int VEC>
 void launch(const Ltx2QkNormSplitRopeParams& p, int sides, cudaStream_t stream) {
-  auto kernel = ltx2_qknorm_split_rope_kernel<T, kThreads, VEC>;
+  constexpr auto kernel = ltx2_qknorm_split_rope_kernel<T, kThreads, VEC>;
   const int64_t cols = std::max(p.side[0].norm.rows.geom.cols, sides > 1 ? p.side[1].norm.rows.geom.cols : 0);
   const size_t smem = size_t(cols) * sizeof(T);
-  int per_sm = 0;
-  DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  const int64_t resident = int64_t(multiprocessor_count(p.side[0].norm.rows.device)) * std::max(per_sm, 1);
   const int64_t rows = side_rows(p, 0, sides);
   if (rows == 0) return;
+  const int64_t resident = resident_blocks<kernel>(p.side[0].norm.rows.device, kThreads, smem);
   kernel<<<unsigned(std::min(rows, resident)), kThreads, smem, stream>>>(p, sides);
   DFUSE_CUDA_CHECK_LAUNCH();
 }

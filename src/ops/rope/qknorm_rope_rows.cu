@@ -301,7 +301,7 @@ void launch_kernel(const QkNormRopeLaunch& launch, cudaStream_t stream) {
         const HeadGroupLaunch g = head_group_launch(launch, max_group);
         return std::accumulate(g.items, g.items + launch.parts, int64_t(0));
       };
-      const int64_t resident_half_warps = rope_resident_blocks<kKernel>(device) * (kRopeThreads / 16);
+      const int64_t resident_half_warps = resident_blocks<kKernel>(device, kRopeThreads) * (kRopeThreads / 16);
       const HeadGroupLaunch groups = head_group_launch(launch, max_group_heads(items_of, resident_half_warps));
       const uint32_t items = *std::max_element(groups.items, groups.items + launch.parts);
       launch_rope_kernel<kKernel>(device, int64_t(items) * 16, parts, stream, groups);

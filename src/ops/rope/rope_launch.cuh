@@ -4,39 +4,23 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "cuda/check.h"
 #include "cuda/device_guard.h"
+#include "cuda/resident_blocks.cuh"
 #include "dfuse/core/error.h"
 
 namespace dfuse::detail {
 
 constexpr int kRopeThreads = 256;
 
-// The blocks of `Kernel` (kRopeThreads threads) that `device` keeps resident at once: its occupancy, asked of
-// the runtime once per kernel and device, off the launch path.
-template <auto Kernel>
-int64_t rope_resident_blocks(int device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> per_sm_of[kMaxDevices] = {};
-  if (device < 0 || device >= kMaxDevices) throw BackendUnavailable("CUDA device index out of range");
-  int per_sm = per_sm_of[device].load(std::memory_order_relaxed);
-  if (per_sm == 0) {
-    DFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kRopeThreads, 0));
-    per_sm = std::max(per_sm, 1);
-    per_sm_of[device].store(per_sm, std::memory_order_relaxed);
-  }
-  return int64_t(multiprocessor_count(device)) * per_sm;
-}
-
-// Blocks for `items` work items, one per thread, grid-stride: at most rope_resident_blocks, so that every
+// Blocks for `items` work items, one per thread, grid-stride: at most the resident blocks, so that every
 // block starts in the first wave and the items spread evenly over them. Items < 2^31 (the rope guards), so
 // 32-bit indices plus one grid stride never wrap.
 template <auto Kernel>
 unsigned rope_blocks(int device, int64_t items) {
-  const int64_t resident = rope_resident_blocks<Kernel>(device);
+  const int64_t resident = resident_blocks<Kernel>(device, kRopeThreads);
   return unsigned(std::max<int64_t>(1, std::min<int64_t>((items + kRopeThreads - 1) / kRopeThreads, resident)));
 }
 

@@ -210,7 +210,7 @@ void launch(const RopeRotateHalfParams& p, bool copy_tail, cudaStream_t stream) 
     const RotateHalfItems items = rotate_half_items<VEC>(p, copy_tail, kGroupHeads);
     if (only_if_enough_items &&
         (items.pairs.group_rows <= 2 ||
-         items.total() < kItemsPerThread * rope_resident_blocks<kKernel>(p.device) * kRopeThreads))
+         items.total() < kItemsPerThread * resident_blocks<kKernel>(p.device, kRopeThreads) * kRopeThreads))
       return false;
     launch_rope_kernel<kKernel>(p.device, items.total(), 1, stream, items.p, items.pairs, items.tail);
     return true;
