@@ -7,9 +7,7 @@
 #include <cstdint>
 
 #include "cuda/check.h"
-#include "cuda/device_guard.h"
 #include "cuda/resident_blocks.cuh"
-#include "dfuse/core/error.h"
 
 namespace dfuse::detail {
 
