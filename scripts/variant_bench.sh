@@ -17,6 +17,8 @@
 #   left                                     seconds left of LIMIT_S (the script's limit) since it started
 #   bench_all                                torch_bench of every op into $T/torch_bench.{json,txt} (at most 200 s,
 #                                            and 15 s short of LIMIT_S)
+#   pytest_while_time MODULES...             pytest of python/tests/test_MODULE_torch.py against eager, one module
+#                                            after another while 40 s of LIMIT_S are left, each snapshotted
 #   contract_summary FILES...                per torch_bench text output, how many rows met their contract with
 #                                            the fused kernel running, and how many did not
 #
@@ -86,6 +88,17 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
   snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"
+}
+
+pytest_while_time() {  # pytest_while_time MODULES...
+  local m
+  for m in "$@"; do
+    (($(left) > 40)) || break
+    DFUSE_REQUIRE_CUDA=1 timeout $(($(left) - 10)) python3 -m pytest "python/tests/test_${m}_torch.py" -q \
+      -p no:cacheprovider >"$T/pytest_$m.log" 2>&1
+    echo "pytest $m rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_$m.log")"
+    snapshot
+  done
 }
 
 contract_summary() {  # contract_summary FILES...

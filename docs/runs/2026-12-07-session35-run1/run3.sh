@@ -17,12 +17,6 @@ bench_all
 snapshot
 (($(left) > 130)) && swap_patch docs/runs/2026-12-07-session31-run1/norm_fp32_cached_from_first.patch from_first \
   "${NSS[@]}"
-for m in rope rmsnorm qknorm_rope_forms; do
-  (($(left) > 40)) || break
-  DFUSE_REQUIRE_CUDA=1 timeout $(($(left) - 10)) python3 -m pytest "python/tests/test_${m}_torch.py" -q \
-    -p no:cacheprovider >"$T/pytest_$m.log" 2>&1
-  echo "pytest $m rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_$m.log")"
-  snapshot
-done
+pytest_while_time rope rmsnorm qknorm_rope_forms
 grep -h "copy bandwidth" $T/torch_bench.txt $T/tb_*.txt 2>/dev/null
 contract_summary $T/torch_bench.txt $T/tb_*.txt 2>/dev/null
