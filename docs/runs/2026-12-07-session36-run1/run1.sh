@@ -18,14 +18,21 @@ HERE=docs/runs/2026-12-07-session36-run1
 QK=(fused_qknorm_rope fused_inplace_qknorm_rope flux2_strided_qknorm_rope flux2_qkv_epilogue)
 T=/tmp/s36
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s36.tgz
-sanitize_patched() {  # memcheck, then racecheck (shared memory now), over the patched kernel's vectorized cases
+sanitize_patched() {  # memcheck, pytest rope, racecheck (shared memory now) over the patched kernel, as time allows
   local tool
-  for tool in memcheck racecheck; do
+  for tool in memcheck rope racecheck; do
     (($(left) > 60)) || break
-    DFUSE_REQUIRE_CUDA=1 timeout $(($(left) - 20)) compute-sanitizer --tool $tool --error-exitcode 1 python3 -m pytest \
-      python/tests/test_qknorm_rope_forms_torch.py python/tests/test_flux2_rope_torch.py -q -p no:cacheprovider \
-      -k "(out_of_place or pack_kv or strided_qknorm_rope or qkv_epilogue) and not float16" >"$T/${tool}_$1.log" 2>&1
-    echo "$tool with $1 rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$T/${tool}_$1.log" | tail -1); $(tail -n 1 "$T/${tool}_$1.log")"
+    if [[ $tool == rope ]]; then
+      DFUSE_REQUIRE_CUDA=1 timeout $(($(left) - 20)) python3 -m pytest python/tests/test_rope_torch.py -q \
+        -p no:cacheprovider >"$T/pytest_rope_$1.log" 2>&1
+      echo "pytest rope with $1 rc $? at ${SECONDS}s: $(tail -n 1 "$T/pytest_rope_$1.log")"
+    else
+      DFUSE_REQUIRE_CUDA=1 timeout $(($(left) - 20)) compute-sanitizer --tool $tool --error-exitcode 1 python3 -m \
+        pytest python/tests/test_qknorm_rope_forms_torch.py python/tests/test_flux2_rope_torch.py -q \
+        -p no:cacheprovider -k "(out_of_place or pack_kv or strided_qknorm_rope or qkv_epilogue) and not float16" \
+        >"$T/${tool}_$1.log" 2>&1
+      echo "$tool with $1 rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$T/${tool}_$1.log" | tail -1); $(tail -n 1 "$T/${tool}_$1.log")"
+    fi
     snapshot
   done
 }
@@ -39,7 +46,7 @@ else
   bench tree "${QK[@]}"
   snapshot
 fi
-SWAP_PYTEST="qknorm_rope_forms flux2_rope rope" SWAP_WITH_PATCH=sanitize_patched \
+SWAP_PYTEST="qknorm_rope_forms flux2_rope" SWAP_WITH_PATCH=sanitize_patched \
   swap_patch $HERE/qknorm_rope_staged_async.patch staged_async "${QK[@]}"
 base=$T/tb_tree.json
 [[ -f $T/torch_bench.json ]] && base=$T/torch_bench.json
