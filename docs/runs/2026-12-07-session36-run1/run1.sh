@@ -3,9 +3,11 @@
 # (ops/rope/qknorm_rope_rows.cu: fused_qknorm_rope, fused_inplace_qknorm_rope, flux2_strided_qknorm_rope,
 # flux2_qkv_epilogue) stages each half-warp's next step (its R heads, and its item's cos / sin rows) in shared
 # memory by cp.async while it computes the current one: two stages per half-warp, each lane reading back only the
-# chunks it copied (no barrier). Arithmetic unchanged (the same values, read from shared memory instead of
-# registers loaded from global). ptxas here: 80 registers for D = 128 as the tree (no spills), 114-123 for D = 256
-# (tree 110-122); 64 KB of shared memory per block (96 KB for D = 256), so three blocks per SM as before.
+# chunks it copied (no barrier); a head slot the half does not write is not copied. Arithmetic unchanged (the same
+# values, read from shared memory instead of registers loaded from global). ptxas here (after the review): 72-80
+# registers for D = 128 (tree 72-80), 109-125 for D = 256 (tree 110-123), no spills; dynamic shared memory per
+# block 48 KB (D = 128, 16-bit x and tables), 64 KB (D = 128 with fp32 x or tables; D = 256 with 16-bit ones) or
+# 96 KB (D = 256, fp32), so three blocks per SM for D = 128 and two for D = 256, as the registers bound them before.
 # Why: session 36's ncu at FLUX.1 (H100, this call's predecessor): the tree's kernel latency-bound, 58% of DRAM
 # bandwidth, 1.22 eligible warps per scheduler at 22.5 active warps per SM, a third of its stall cycles waiting on
 # L1TEX (its loads), each half-warp waiting on HBM at every step of 4 heads.
