@@ -15,6 +15,11 @@
 #                                            with SWAP_WITH_PATCH=FUNCTION set, FUNCTION NAME runs after them (more
 #                                            checks of the patched build, e.g. a sanitizer over its tests)
 #   left                                     seconds left of LIMIT_S (the script's limit) since it started
+#   profile NAME SHAPE OPS...                ncu of OPS at model shape SHAPE (the dfuse kernel and torch.compile's,
+#                                            bench/kernel_profile.py, one call each) into $T/ncu_NAME.txt: speed of
+#                                            light, occupancy, launch, warp state, scheduler, memory and instruction
+#                                            sections; snapshotted
+#   profile_summary FILES...                 the lines of those sections that compare kernels, per ncu text output
 #   bench_all                                torch_bench of every op into $T/torch_bench.{json,txt} (at most 200 s,
 #                                            and 15 s short of LIMIT_S)
 #   pytest_while_time MODULES...             pytest of python/tests/test_MODULE_torch.py against eager, one module
@@ -98,6 +103,26 @@ pytest_while_time() {  # pytest_while_time MODULES...
       -p no:cacheprovider >"$T/pytest_$m.log" 2>&1
     echo "pytest $m rc $? at ${SECONDS}s: $(tail -1 "$T/pytest_$m.log")"
     snapshot
+  done
+}
+
+profile() {  # profile NAME SHAPE OPS...
+  local name=$1 shape=$2
+  shift 2
+  (cd bench && timeout $(($(left) - 10)) ncu --profile-from-start off --section SpeedOfLight --section Occupancy \
+    --section LaunchStats --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis_Tables --section InstructionStats --log-file "$T/ncu_$name.txt" \
+    python3 kernel_profile.py --calls 1 --shapes "$shape" --ops "$@" >"$T/ncu_$name.log" 2>&1)
+  echo "ncu $name rc $? at ${SECONDS}s"
+  snapshot
+}
+
+profile_summary() {  # profile_summary FILES...
+  local f
+  for f in "$@"; do
+    echo "== $(basename "$f")"
+    grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Block Limit|Dynamic Shared|Eligible Warps|Issued Warp|Registers Per|Executed Instructions  |L1/TEX Hit|Shared Memory Configuration Size" \
+      "$f" | cut -c1-150 | head -50
   done
 }
 
