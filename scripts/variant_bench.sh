@@ -83,6 +83,7 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
   local patch=$1 name=$2 m
   shift 2
   if git apply "$patch" && build "$name" && bench "$name" "$@"; then
+    snapshot  # the variant's numbers kept if the call ends during the checks
     for m in ${SWAP_PYTEST:-}; do
       DFUSE_REQUIRE_CUDA=1 timeout 80 python3 -m pytest "python/tests/test_${m}_torch.py" -q -p no:cacheprovider \
         >"$T/pytest_${m}_$name.log" 2>&1

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Session 38 run 2 (any card; carry nothing). qk_rows_fewer_instructions.patch cuts instructions from the half-warp
+# RMSNorm statistics and the QK-norm + RoPE head-group kernel, bit for bit the same arithmetic:
+#  - torch_rms_norm_rstd: sum / n for n a power of two as sum * (1 / n) (the same correctly rounded quotient): one
+#    FMUL where nvcc emitted FCHK + five FFMA + a slow-path branch per head;
+#  - torch_rms_norm_warps_total: F.rms_norm's (w0 + w2) + (w1 + w3) without the absent warps' +0 terms (a sum of
+#    squares is never -0): two FADD per head at D = 128;
+#  - half_warp_rms_norm_inv takes the chain from the RmsNormElement (compile time) instead of reading it per head;
+#  - half_warp_chunk_sum: butterfly (xor) exchanges, so that every lane computes lane 0's sum (swapped operands
+#    of a commutative IEEE add): no SHFL.IDX broadcast per head;
+#  - rotate-half at D = 128: lanes 0..7 negate their sin once per item instead of selecting -partner per element
+#    (-a * s == a * -s bit for bit): eight FSEL per head;
+#  - the head-group step specialized on round_norm (was a runtime flag: a register move per element after the
+#    predicated rounding): eight MOV per head.
+# SASS here (bf16 x, fp32 tables, F.rms_norm with weight, FLUX.1's instance): ~148 -> ~123 instructions per head of
+# the step (-17%), registers 80 -> 80, no spills; the kernel's code doubles (one step per rounding).
+# Why: session 36/38's ncu at FLUX.1 (H100): the kernel latency-bound at 37.5% occupancy, one issue per 1.8 cycles,
+# two thirds of the cycles between a warp's instructions outside its load waits; session 27's 20% instruction cut
+# in qk_head_layernorm gave 10% at FLUX.1.
+# Prediction: fused_qknorm_rope / fused_inplace / flux2_strided FLUX.1 3-7% faster on the H100 (48.6 -> ~46 us),
+# flux2_qkv_epilogue and qk_rmsnorm rows 0-3%, Wan 2.1 rows within 1-2% (closer to the copy already).
+# (The H200 acceptance table is not in this call: session 38's device time left no room for both.)
+set -u
+LIMIT_S=${LIMIT_S:-560}
+HERE=docs/runs/2026-12-07-session38-run1
+OPS=(fused_qknorm_rope fused_inplace_qknorm_rope flux2_strided_qknorm_rope flux2_qkv_epilogue qk_rmsnorm
+  qk_rmsnorm_native)
+T=/tmp/s38
+source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s38.tgz
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "card: $card"
+build_tree
+bench tree "${OPS[@]}"
+snapshot
+SWAP_PYTEST="qknorm_rope_forms flux2_rope rmsnorm joint_qkv" \
+  swap_patch $HERE/qk_rows_fewer_instructions.patch fewer_instructions "${OPS[@]}"
+python3 bench/compare_runs.py tree=$T/tb_tree.json fewer_instructions=$T/tb_fewer_instructions.json |
+  grep "qknorm_rope\|qkv_epilogue\|qk_rmsnorm"
+grep -h "copy bandwidth" $T/tb_*.txt 2>/dev/null
+contract_summary $T/tb_*.txt 2>/dev/null
