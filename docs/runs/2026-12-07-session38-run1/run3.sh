@@ -11,7 +11,9 @@ source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s38r3.
 echo "card: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 git apply docs/runs/2026-12-07-session38-run1/qk_rows_fewer_instructions.patch && echo "patch applied"
 build_tree
-bench fewer_instructions fused_qknorm_rope flux2_strided_qknorm_rope fused_inplace_qknorm_rope qk_rmsnorm
+# RUN3_OPS: fewer ops where the time left is shorter
+read -ra ops <<<"${RUN3_OPS:-fused_qknorm_rope flux2_strided_qknorm_rope fused_inplace_qknorm_rope qk_rmsnorm}"
+bench fewer_instructions "${ops[@]}"
 snapshot
 grep -h "copy bandwidth" $T/tb_*.txt
 grep -h "^| .* | dfuse \|^| .* | compile " $T/tb_*.txt
