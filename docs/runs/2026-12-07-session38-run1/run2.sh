@@ -12,7 +12,8 @@
 #  - rotate-half at D = 128: lanes 0..7 negate their sin once per item instead of selecting -partner per element
 #    (-a * s == a * -s bit for bit): eight FSEL per head;
 #  - the head-group step specialized on round_norm (was a runtime flag: a register move per element after the
-#    predicated rounding).
+#    predicated rounding);
+#  - an item's token and group by UintDivider (multiply-high) instead of two 32-bit divisions per item.
 # SASS here (FLUX.1's instance: bf16 x, fp32 tables, F.rms_norm with weight, rounded before the RoPE): a head's
 # straight-line path from its first square to its store 156-165 -> 114-120 instructions (-27%); registers 80 -> 80,
 # no spills in any instance; the kernel's code grows ~1.8x (a step per rounding).
