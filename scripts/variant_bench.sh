@@ -1,7 +1,7 @@
 # Helpers for device-run scripts (docs/runs/*/runN.sh) that measure kernel variants beside the tree in one call,
 # on build-gpu/ as scripts/gpu_check.sh builds it. Source it with T set to the run's result folder:
 #
-#   T=/tmp/r1; source scripts/variant_bench.sh
+#   T=/tmp/r1; source scripts/variant_bench.sh   (prints the device's name, kept in $card)
 #   build_tree                               gpu_check's build steps alone (its logs in $T)
 #   bench tree OPS...                        torch_bench of OPS into $T/tb_tree.{json,txt} (40 s + 20 s per op at most)
 #   swap FILE VARIANT.txt NAME OPS...        FILE replaced by VARIANT.txt, rebuilt, benched as NAME, restored and
@@ -34,6 +34,8 @@
 # files' times, older than the patched objects: touch the files the patch changed before building (session 34).
 export DFUSE_TORCH_LIB=$PWD/build-gpu/torch_ext/dfuse_torch.so
 mkdir -p "$T"
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)  # the device's name, for steps of one card
+echo "card: $card"
 
 snapshot() {  # $T as $OUT/<name of T>.tgz (one file: the device runner returns few); a script may redefine it
   tar czf "$OUT/$(basename "$T").tgz" -C "$(dirname "$T")" "$(basename "$T")"

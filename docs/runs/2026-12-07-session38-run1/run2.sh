@@ -34,8 +34,6 @@ OPS=(fused_qknorm_rope fused_inplace_qknorm_rope flux2_strided_qknorm_rope flux2
   qk_rmsnorm_native qk_head_layernorm)
 T=/tmp/s38
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s38.tgz
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "card: $card"
 build_tree
 bench tree "${OPS[@]}"
 snapshot

@@ -8,7 +8,6 @@ set -u
 LIMIT_S=${LIMIT_S:-250}
 T=/tmp/s38r3
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s38r3.tgz
-echo "card: $(nvidia-smi --query-gpu=name --format=csv,noheader)"
 git apply docs/runs/2026-12-07-session38-run1/qk_rows_fewer_instructions.patch && echo "patch applied"
 build_tree
 # RUN3_OPS: fewer ops where the time left is shorter

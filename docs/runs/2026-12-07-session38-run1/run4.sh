@@ -10,8 +10,6 @@ set -u
 LIMIT_S=${LIMIT_S:-560}
 T=/tmp/s38r4
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s38r4.tgz
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader)
-echo "card: $card"
 git apply docs/runs/2026-12-07-session38-run1/qk_rows_fewer_instructions.patch && echo "patch applied"
 build_tree
 [[ $card == *H200* ]] && bench_all && snapshot
