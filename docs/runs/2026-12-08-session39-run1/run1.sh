@@ -27,7 +27,8 @@ git apply $HERE/qk_rows_statistics_and_round_step.patch && echo "patch applied" 
 snapshot
 python3 bench/compare_runs.py tree=$T/tb_tree.json round_step=$T/tb_round_step.json |
   grep "qknorm_rope\|qkv_epilogue\|qk_rmsnorm\|qk_head_layernorm"
-DFUSE_REQUIRE_CUDA=1 timeout 130 compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
+mc_limit=$(($(left) - 20)); ((mc_limit > 130)) && mc_limit=130
+DFUSE_REQUIRE_CUDA=1 timeout $mc_limit compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
   python/tests/test_qknorm_rope_forms_torch.py python/tests/test_flux2_rope_torch.py \
   python/tests/test_rmsnorm_torch.py python/tests/test_layernorm_torch.py -q -p no:cacheprovider \
   -k "(out_of_place or pack_kv or storage_dtype_math or strided or epilogue or qk_packed or qk_shapes) and not torch.float16" \
