@@ -30,6 +30,28 @@ DFUSE_HD float torch_rms_norm_rstd(float sum_of_squares, int64_t n, float eps) {
   return rsqrt_f(add_rn(div_rn(sum_of_squares, float(n)), eps));
 }
 
+// The same for a row length kN known at compile time (the warp and half-warp forms). A power of two divides as
+// the product with 1 / kN (exact): the same correctly rounded value of the same real number (subnormals, Inf and
+// NaN included), one multiplication in place of the ~10-instruction IEEE division.
+template <int64_t kN>
+DFUSE_HD float torch_rms_norm_rstd(float sum_of_squares, float eps) {
+  if constexpr ((kN & (kN - 1)) == 0)
+    return rsqrt_f(add_rn(mul_rn(sum_of_squares, 1.0f / float(kN)), eps));
+  else
+    return torch_rms_norm_rstd(sum_of_squares, kN, eps);
+}
+
+// F.rms_norm's sum over its four warps' sums, (w0 + w2) + (w1 + w3), where only warps 0 .. kWarps - 1 hold
+// elements: an absent warp's +0 is left out, which changes nothing (a sum of squares is never -0).
+template <int kWarps>
+DFUSE_HD float torch_rms_norm_warps_total(const float (&w)[4]) {
+  static_assert(kWarps >= 1 && kWarps <= 4, "F.rms_norm's vectorized path has four warps");
+  const float even = kWarps > 2 ? add_rn(w[0], w[2]) : w[0];
+  if constexpr (kWarps == 1) return even;
+  const float odd = kWarps > 3 ? add_rn(w[1], w[3]) : w[1];
+  return add_rn(even, odd);
+}
+
 // rstd of the generic path from the Welford moments (m2 + m1 * m1 contracted to one fma).
 DFUSE_HD float torch_rms_norm_rstd_generic(LayerNormStats s, float eps) {
   return rsqrt_f(add_rn(fma_rn(s.mean, s.mean, s.var), eps));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/uint_divider.h"
 #include "dfuse/core/dtype.h"
 #include "dfuse/core/tensor_view.h"
 
@@ -21,6 +22,23 @@ struct RowGeometry {
     uint32_t q = r / uint32_t(outer[2]);
     idx[1] = q % uint32_t(outer[1]);
     idx[0] = q / uint32_t(outer[1]);
+  }
+};
+
+// RowGeometry::split by multiply-high (common/uint_divider.h), for kernels that split an index per row of a head
+// (128 to 512 elements), where two 32-bit divisions are a sizeable share of a row's instructions. Exact for fewer
+// than 2^31 rows (the row-wise guards); a geometry without rows (an empty tensor beside a non-empty one, whose outer
+// dims the guards do not bound) splits by 1, as it is never asked for a row.
+struct RowSplit {
+  UintDivider dim2, dim1;  // outer[2], outer[1]
+  RowSplit() = default;
+  explicit RowSplit(const RowGeometry& g)
+      : dim2(g.rows() > 0 ? uint32_t(g.outer[2]) : 1), dim1(g.rows() > 0 ? uint32_t(g.outer[1]) : 1) {}
+  DFUSE_HD void split(uint32_t r, uint32_t idx[3]) const {
+    const uint32_t q = dim2.div(r);
+    idx[2] = dim2.mod(r, q);
+    idx[0] = dim1.div(q);
+    idx[1] = dim1.mod(q, idx[0]);
   }
 };
 

@@ -45,7 +45,7 @@ __device__ __forceinline__ float warp_sum_down(float s) {
 }
 
 // Chunk l + 32k belongs to aten thread (l + 32k) % 128, i.e. lane l of warp k % 4, which folds its
-// chunks in increasing k; the four warp sums combine as (w0 + w2) + (w1 + w3) (absent warps hold 0).
+// chunks in increasing k; the four warp sums combine as (w0 + w2) + (w1 + w3) (torch_rms_norm_warps_total).
 template <int K>
 __device__ float warp_torch_rms_norm_rstd(const float (&v)[K][4], float eps) {
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -56,8 +56,7 @@ __device__ float warp_torch_rms_norm_rstd(const float (&v)[K][4], float eps) {
   constexpr int kWarps = K < 4 ? K : 4;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) acc[w] = warp_sum_down(acc[w]);
-  const float total = add_rn(add_rn(acc[0], acc[2]), add_rn(acc[1], acc[3]));
-  return __shfl_sync(0xffffffffu, torch_rms_norm_rstd(total, int64_t(128) * K, eps), 0);
+  return __shfl_sync(0xffffffffu, torch_rms_norm_rstd<128 * K>(torch_rms_norm_warps_total<kWarps>(acc), eps), 0);
 }
 
 // Reduce.cuh with 32 lanes, vectorized, row 16-byte aligned: lane l adds the squares of chunks
@@ -104,10 +103,10 @@ __device__ float warp_storage_rms_norm_rstd(const float (&v)[1][4], float factor
 // ---- half a warp per row of 128 K elements, eight elements per lane ------------------------------------
 // Lane j of a half-warp holds elements 128k + 8j .. 128k + 8j + 7 (x[k][0..7]): the 4-element chunks
 // 2j + 32k and 2j + 1 + 32k, which the warp form gives lanes 2j and 2j + 1. The warp form's shuffle-down
-// tree over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, shuffle-down 8 .. 1 on both
-// values and then chunk 0 + chunk 1 in lane 0, so these give the warp forms' results bit for bit, with
-// 16-byte accesses. The shuffles span the whole warp (a mask of half a warp costs a collective
-// sequence around each): both halves of a warp call these together (half_warp_row).
+// tree over 32 chunk values (offsets 16 .. 1) is, on chunks held two per lane, offsets 8 .. 1 on both values
+// and then chunk 0 + chunk 1 in lane 0 (half_warp_chunk_sum: every lane computes lane 0's value), so these
+// give the warp forms' results bit for bit, with 16-byte accesses. The shuffles span the whole warp (a mask of
+// half a warp costs a collective sequence around each): both halves of a warp call these together (half_warp_row).
 constexpr int kLaneElements = 8;
 
 // Lane j's elements 8j .. 8j + 7 of one 128-element block of a row, as loaded: whole 16-byte packs of T (one for
@@ -158,16 +157,21 @@ __device__ __forceinline__ uint32_t half_warp_row(uint32_t warp_first, int slot,
   return writes ? mine : warp_first;
 }
 
+// The row splits of a launch's two tensors (blockIdx.y: q, k), a kernel argument beside their params.
+struct QkRowSplits {
+  RowSplit part[2];
+};
+
 // A half-warp's R rows of warp_first's iteration loaded as half_warp_row gives them: row b's outer indices in
 // idx[b], whether the half writes it in writes[b], lane j's elements 128k + 8j .. 128k + 8j + 7 of x's row in
 // v[b][k] (first = 8j; 16-byte accesses).
 template <typename T, int K, int R>
-__device__ __forceinline__ void load_half_warp_rows(const RowGeometry& geom, const RowOperand& x, uint32_t warp_first,
+__device__ __forceinline__ void load_half_warp_rows(const RowSplit& split, const RowOperand& x, uint32_t warp_first,
                                                     uint32_t rows, int64_t first, uint32_t (&idx)[R][3],
                                                     bool (&writes)[R], LaneHead<T> (&v)[R][K]) {
 #pragma unroll
   for (int b = 0; b < R; ++b) {
-    geom.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
+    split.split(half_warp_row(warp_first, b, rows, writes[b]), idx[b]);
     const T* row = static_cast<const T*>(x.data) + x.offset(idx[b]) + first;
 #pragma unroll
     for (int k = 0; k < K; ++k) v[b][k].load(row + 128 * k);
@@ -182,14 +186,16 @@ __device__ __forceinline__ void lane_floats(const LaneHead<T> (&v)[K], float (&o
 }
 
 // warp_sum_down over 32 chunk values, chunk 2j + b held in value b of half-warp lane j; every lane of the
-// half-warp receives the sum.
+// half-warp computes the sum itself. The exchanges are butterflies (xor): after the level of offset off, lane i
+// holds what the shuffle-down tree leaves in lane i % off (lanes i and i ^ off add the same two values in swapped
+// order, the same IEEE sum), so every lane ends with lane 0's sum and no broadcast is needed.
 __device__ __forceinline__ float half_warp_chunk_sum(float c0, float c1) {
 #pragma unroll
   for (int off = 8; off >= 1; off /= 2) {
-    c0 = add_rn(c0, __shfl_down_sync(0xffffffffu, c0, off, 16));
-    c1 = add_rn(c1, __shfl_down_sync(0xffffffffu, c1, off, 16));
+    c0 = add_rn(c0, __shfl_xor_sync(0xffffffffu, c0, off, 16));
+    c1 = add_rn(c1, __shfl_xor_sync(0xffffffffu, c1, off, 16));
   }
-  return __shfl_sync(0xffffffffu, add_rn(c0, c1), 0, 16);
+  return add_rn(c0, c1);
 }
 
 // warp_torch_rms_norm_rstd<K> (K <= 4): accumulator k of a lane folds 128-element block k.
@@ -206,7 +212,7 @@ __device__ float half_warp_torch_rms_norm_rstd(const float (&x)[K][kLaneElements
       for (int i = 0; i < 4; ++i) c[b] = fma_rn(x[k][4 * b + i], x[k][4 * b + i], c[b]);
     t[k] = half_warp_chunk_sum(c[0], c[1]);
   }
-  return torch_rms_norm_rstd(add_rn(add_rn(t[0], t[2]), add_rn(t[1], t[3])), int64_t(128) * K, eps);
+  return torch_rms_norm_rstd<128 * K>(torch_rms_norm_warps_total<K>(t), eps);
 }
 
 // warp_decomposed_inv_rms<K>: a chunk's four accumulators fold its elements over the K blocks.
@@ -225,12 +231,14 @@ __device__ float half_warp_decomposed_inv_rms(const float (&x)[K][kLaneElements]
   return decomposed_inv_rms(half_warp_chunk_sum(c[0], c[1]), factor, eps);
 }
 
-// The row's rstd (F.rms_norm) or inverse RMS (the decomposed mean) for n's chain; x[k][e] is element
-// 128k + 8j + e.
-template <int K>
-__device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
-  return n.chain == RmsNormChain::torch_rms_norm ? half_warp_torch_rms_norm_rstd<K>(x, n.eps)
-                                                 : half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
+// The row's rstd (F.rms_norm) or inverse RMS (the decomposed mean) for the chain of `element` (an RmsNormElement
+// of with_rms_norm_element: the chain known at compile time); x[k][e] is element 128k + 8j + e.
+template <int K, typename Element>
+__device__ float half_warp_rms_norm_inv(const RmsNormRowsParams& n, Element, const float (&x)[K][kLaneElements]) {
+  if constexpr (Element::kChain == RmsNormChain::torch_rms_norm)
+    return half_warp_torch_rms_norm_rstd<K>(x, n.eps);
+  else
+    return half_warp_decomposed_inv_rms<K>(x, n.mean_factor, n.eps);
 }
 
 // ---- block per row, the row in shared memory -------------------------------------------------------
@@ -245,8 +253,7 @@ __device__ inline float block_torch_rms_norm_combine(float s, int64_t n, float e
   if (lane == 0) warp_sums[warp] = s;
   __syncthreads();
   if (tid == 0)
-    result = torch_rms_norm_rstd(add_rn(add_rn(warp_sums[0], warp_sums[2]), add_rn(warp_sums[1], warp_sums[3])), n,
-                                 eps);
+    result = torch_rms_norm_rstd(torch_rms_norm_warps_total<kRmsNormVecThreads / 32>(warp_sums), n, eps);
   __syncthreads();
   return result;
 }

@@ -2,7 +2,10 @@
 // chains, Reduce.cuh's configuration, and every guard's error.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "common/rms_norm_arith.h"
 #include "common/rmsnorm_cases.h"
@@ -130,6 +133,55 @@ TEST(RmsNormHostArithmetic, MeanOfOnes) {
   TensorView xv(x.data(), DType::f32, {5, 3072}), ov(out.data(), DType::f32, {5});
   eager::mean_last_dim(xv, ov);
   for (float v : out) EXPECT_EQ(v, 3072.0f * (1.0f / 3072.0f));
+}
+
+// F.rms_norm's mean, sum / n, for n known at compile time: taken as sum * (1 / n) where n is a power of two. The
+// same bits as the runtime form's IEEE quotient for every sum: random magnitudes, subnormal quotients (where both
+// round), the largest floats, zero, Inf and NaN; n = 3072 (not a power of two) divides as the runtime form does.
+template <int64_t kN>
+void expect_compile_time_rstd_is_the_quotient(const std::vector<float>& sums) {
+  for (float eps : {0.0f, 1e-6f})  // eps = 0: the mean itself decides (1e-6 would hide means below ~6e-14)
+    for (float s : sums)
+      EXPECT_EQ(std::bit_cast<uint32_t>(detail::torch_rms_norm_rstd<kN>(s, eps)),
+                std::bit_cast<uint32_t>(detail::rsqrt_f(detail::add_rn(s / float(kN), eps))))
+          << "n " << kN << ", sum " << s << ", eps " << eps;
+}
+
+TEST(RmsNormHostArithmetic, PowerOfTwoMeanIsTheQuotient) {
+  std::vector<float> sums = {0.0f, 1.0f, 3.0f, 1e-45f, 1e-40f, 3.4e-38f, 1.17549435e-38f, 3.4028235e38f,
+                             std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  uint32_t state = 12345;
+  for (int i = 0; i < 4000; ++i) {  // every exponent, random mantissas
+    state = state * 1664525u + 1013904223u;
+    sums.push_back(std::bit_cast<float>(state & 0x7fffffffu));
+  }
+  expect_compile_time_rstd_is_the_quotient<1>(sums);
+  expect_compile_time_rstd_is_the_quotient<2>(sums);
+  expect_compile_time_rstd_is_the_quotient<128>(sums);
+  expect_compile_time_rstd_is_the_quotient<256>(sums);
+  expect_compile_time_rstd_is_the_quotient<512>(sums);
+  expect_compile_time_rstd_is_the_quotient<3072>(sums);
+  expect_compile_time_rstd_is_the_quotient<4096>(sums);
+  expect_compile_time_rstd_is_the_quotient<int64_t(1) << 24>(sums);
+}
+
+// The four warps' sums combined as (w0 + w2) + (w1 + w3), absent warps holding +0: leaving those terms out gives
+// the same bits for every sum a sum of squares can be (+0, positive, +Inf, NaN), and the order stays PyTorch's
+// (1, 2^-24 and 1.5 * 2^-24 round differently in other orders).
+TEST(RmsNormHostArithmetic, WarpsTotalWithoutAbsentWarps) {
+  const float values[] = {0.0f, 1e-45f, 0x1p-24f, 0x1.8p-24f, 0.75f, 1.0f, 3.0f, 1e30f, 3.4028235e38f,
+                          std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  const auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
+  for (float a : values)
+    for (float b : values)
+      for (float c : values) {
+        const float one[4] = {a, 0.0f, 0.0f, 0.0f}, two[4] = {a, b, 0.0f, 0.0f}, three[4] = {a, b, c, 0.0f};
+        EXPECT_EQ(bits(detail::torch_rms_norm_warps_total<1>(one)), bits((a + 0.0f) + (0.0f + 0.0f)));
+        EXPECT_EQ(bits(detail::torch_rms_norm_warps_total<2>(two)), bits((a + 0.0f) + (b + 0.0f)));
+        EXPECT_EQ(bits(detail::torch_rms_norm_warps_total<3>(three)), bits((a + c) + (b + 0.0f)));
+        const float four[4] = {a, b, c, a};
+        EXPECT_EQ(bits(detail::torch_rms_norm_warps_total<4>(four)), bits((a + c) + (b + a)));
+      }
 }
 
 // ---- guards ----------------------------------------------------------------------------------

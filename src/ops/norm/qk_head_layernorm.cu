@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock) qk_head_layernorm_kernel(
 // at 80 (three blocks per SM; at four, 64 registers, the 16-bit forms spilled and Wan 2.1 ran 4.5% slower on an
 // H100: session 23 run 1), D = 256 at 128.
 template <typename T, int K, bool kAffine>
-__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2) qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p) {
+__global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2)
+    qk_head_layernorm_vec_kernel(QkHeadLayerNormParams p, QkRowSplits splits) {
   using S = Storage<T>;
   constexpr int R = half_warp_rows_in_flight<T>(K);
   constexpr uint32_t kBlockRows = kRopeThreads / 16 * R;
@@ -134,7 +135,7 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2) qk_head_layernor
     uint32_t idx[R][3];
     bool writes[R];
     LaneHead<T> packed[R][K];
-    load_half_warp_rows<T>(h.geom, h.x, warp_first, rows, first, idx, writes, packed);
+    load_half_warp_rows<T>(splits.part[blockIdx.y], h.x, warp_first, rows, first, idx, writes, packed);
 #pragma unroll
     for (int b = 0; b < R; ++b) {
       float v[K][kLaneElements];
@@ -189,12 +190,13 @@ void cuda_qk_head_layernorm(const QkHeadLayerNormParams& p, Stream stream) {
   const auto s = static_cast<cudaStream_t>(stream.handle);
   if (vectorized_form_applies(p)) {  // half a warp per head
     const int64_t heads = std::max(p.head[0].geom.rows(), p.head[1].geom.rows());
+    const QkRowSplits splits{{RowSplit(p.head[0].geom), RowSplit(p.head[1].geom)}};
     const bool affine = p.head[0].weight && p.head[0].bias && p.head[1].weight && p.head[1].bias;
     dispatch_bf16_f16_f32(p.dtype, "qk_head_layernorm", [&](auto tag) {
       using T = decltype(tag);
       const auto launch = [&]<int K, bool kAffine>() {
         launch_rope_kernel<qk_head_layernorm_vec_kernel<T, K, kAffine>>(
-            p.device, heads * 16 / half_warp_rows_in_flight<T>(K), 2, s, p);
+            p.device, heads * 16 / half_warp_rows_in_flight<T>(K), 2, s, p, splits);
       };
       if (p.head[0].geom.cols == 128)
         affine ? launch.template operator()<1, true>() : launch.template operator()<1, false>();

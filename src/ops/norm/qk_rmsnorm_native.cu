@@ -135,19 +135,21 @@ __device__ float half_warp_storage_rms_norm_rstd(const float (&x)[1][kLaneElemen
   return storage_rms_norm_rstd<T>(s, factor, eps);
 }
 
-// The row's statistic for n's chain; the storage-dtype chain only for rows of 128 (K = 1, the guards).
-template <typename T, int K>
-__device__ float half_warp_qk_rms_norm_inv(const RmsNormRowsParams& n, const float (&x)[K][kLaneElements]) {
-  if constexpr (K == 1) {
-    if (n.chain == RmsNormChain::storage_dtype) return half_warp_storage_rms_norm_rstd<T>(x, n.mean_factor, n.eps);
-  }
-  return half_warp_rms_norm_inv<K>(n, x);
+// The row's statistic for the chain of `element`; the storage-dtype chain only for rows of 128 (K = 1, the guards).
+template <typename T, int K, typename Element>
+__device__ float half_warp_qk_rms_norm_inv(const RmsNormRowsParams& n, Element element,
+                                           const float (&x)[K][kLaneElements]) {
+  if constexpr (K == 1 && Element::kChain == RmsNormChain::storage_dtype)
+    return half_warp_storage_rms_norm_rstd<T>(x, n.mean_factor, n.eps);
+  else
+    return half_warp_rms_norm_inv<K>(n, element, x);
 }
 
 // Register bound for rows of 128 and 256: 64 (four blocks per SM; unbounded, ptxas took 78 for four 16-bit rows in
 // flight: three blocks).
 template <typename T, int K>
-__global__ void __launch_bounds__(kQkWarps * 32, K <= 2 ? 4 : 1) qk_rmsnorm_vec_kernel(QkRmsNormParams p) {
+__global__ void __launch_bounds__(kQkWarps * 32, K <= 2 ? 4 : 1)
+    qk_rmsnorm_vec_kernel(QkRmsNormParams p, QkRowSplits splits) {
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPacks = kLaneElements / kVec;
   const RmsNormRowsParams& n = blockIdx.y == 0 ? p.q : p.k;
@@ -166,13 +168,14 @@ __global__ void __launch_bounds__(kQkWarps * 32, K <= 2 ? 4 : 1) qk_rmsnorm_vec_
     uint32_t idx[R][3];
     bool writes[R];
     LaneHead<T> packed[R][K];
-    load_half_warp_rows<T>(n.rows.geom, n.rows.in[0], warp_first, rows, first, idx, writes, packed);
+    load_half_warp_rows<T>(splits.part[blockIdx.y], n.rows.in[0], warp_first, rows, first, idx, writes,
+                           packed);
     with_rms_norm_element<T>(n, [&](auto element) {
 #pragma unroll
       for (int b = 0; b < R; ++b) {
         float v[K][kLaneElements];
         lane_floats<T>(packed[b], v);
-        const float inv = half_warp_qk_rms_norm_inv<T, K>(n, v);
+        const float inv = half_warp_qk_rms_norm_inv<T, K>(n, element, v);
         if (!writes[b]) continue;
         T* out = static_cast<T*>(n.rows.out.data) + n.rows.out.offset(idx[b]) + first;
 #pragma unroll
@@ -206,8 +209,9 @@ static_assert(kQkWarps * 32 == kRopeThreads);
 template <typename T, int K>
 void launch_qk_rmsnorm_vec(const QkRmsNormParams& p, cudaStream_t stream) {
   const int64_t rows = std::max(p.q.rows.geom.rows(), p.k.rows.geom.rows());
+  const QkRowSplits splits{{RowSplit(p.q.rows.geom), RowSplit(p.k.rows.geom)}};
   launch_rope_kernel<qk_rmsnorm_vec_kernel<T, K>>(p.q.rows.device, rows * 16 / half_warp_rows_in_flight<T>(K), 2,
-                                                  stream, p);
+                                                  stream, p, splits);
 }
 
 template <typename T, int K>

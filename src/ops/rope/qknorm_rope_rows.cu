@@ -12,6 +12,7 @@
 // The ops' CUDA entries (one launch each) are registered at the end of this file.
 #include <algorithm>
 #include <numeric>
+#include <type_traits>
 
 #include "common/dispatch.h"
 #include "common/entries.h"
@@ -209,18 +210,20 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2)
 #pragma unroll
         for (int k = 0; k < K; ++k) packed[b][k].load(x + head[b] * in.stride[2] + 128 * k);
       }
-      with_rms_norm_element<T>(n, [&](auto element) {
+      // The step's arithmetic, specialized on the chain and on the rounding before the RoPE (a runtime flag
+      // there costs a register move per element).
+      const auto step = [&](auto element, auto round_norm) {
 #pragma unroll
         for (int b = 0; b < R; ++b) {
           float v[K][kLaneElements];
           lane_floats<T>(packed[b], v);
-          const float inv = half_warp_rms_norm_inv<K>(n, v);
+          const float inv = half_warp_rms_norm_inv<K>(n, element, v);
 #pragma unroll
           for (int k = 0; k < K; ++k)
 #pragma unroll
             for (int e = 0; e < kLaneElements; ++e) {
               const float w = decltype(element)::kHasWeight ? Storage<T>::load(weight[k].get(e)) : 1.0f;
-              v[k][e] = qknorm_rope_normalized<T>(p, element, v[k][e], inv, w);
+              v[k][e] = qknorm_rope_normalized<T>(element, round_norm, v[k][e], inv, w);
             }
           qknorm_rope_vec_output<T, M, P, K>(p, v, c, s, out_first + head[b] * out.stride[2], writes[b]);
           if (p.copies && writes[b]) {
@@ -231,6 +234,14 @@ __global__ void __launch_bounds__(kRopeThreads, K == 1 ? 3 : 2)
             for (int k = 0; k < K; ++k) copy_elements<kLaneElements>(src + 128 * k, dst + 128 * k);
           }
         }
+      };
+      with_rms_norm_element<T>(n, [&](auto element) {
+        if constexpr (M == RopeMath::storage_dtype)  // the one-rounding form is fp32-opmath only (the guards)
+          step(element, std::true_type{});
+        else if (p.round_norm)
+          step(element, std::true_type{});
+        else
+          step(element, std::false_type{});
       });
     }
   }

@@ -55,19 +55,20 @@ struct QkNormRopeLaunch {
 
 using QkNormRopeEntry = void (*)(const QkNormRopeLaunch& launch, Stream stream);
 
-// The normalized element as the RoPE reads it: rounded to T (split chain) or not (one-rounding form).
-// `element`: the chain's RmsNormElement (with_rms_norm_element).
-template <typename T, typename Element>
-DFUSE_HD float qknorm_rope_normalized(const QkNormRopeRows& p, Element element, float x, float inv, float weight) {
+// The normalized element as the RoPE reads it: rounded to T (split chain, round_norm) or not (one-rounding
+// form). `element`: the chain's RmsNormElement (with_rms_norm_element); `round_norm`: p.round_norm, as a bool or,
+// in a kernel specialized on it, a std::bool_constant.
+template <typename T, typename Element, typename RoundNorm>
+DFUSE_HD float qknorm_rope_normalized(Element element, RoundNorm round_norm, float x, float inv, float weight) {
   const float y = element(x, inv, weight);
-  return p.round_norm ? Storage<T>::round(y) : y;
+  return round_norm ? Storage<T>::round(y) : y;
 }
 
-// The same with the chain read per call.
+// The same with the chain and the rounding read per call.
 template <typename T>
 DFUSE_HD float qknorm_rope_normalized(const QkNormRopeRows& p, float x, float inv, float weight) {
   return with_rms_norm_element<T>(
-      p.norm, [&](auto element) { return qknorm_rope_normalized<T>(p, element, x, inv, weight); });
+      p.norm, [&](auto element) { return qknorm_rope_normalized<T>(element, p.round_norm, x, inv, weight); });
 }
 
 // Output element e < R of a rotate-half head whose normalized values are n(·).
