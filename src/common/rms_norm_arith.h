@@ -35,6 +35,7 @@ DFUSE_HD float torch_rms_norm_rstd(float sum_of_squares, int64_t n, float eps) {
 // NaN included), one multiplication in place of the ~10-instruction IEEE division.
 template <int64_t kN>
 DFUSE_HD float torch_rms_norm_rstd(float sum_of_squares, float eps) {
+  static_assert(kN > 0, "a row holds elements");
   if constexpr ((kN & (kN - 1)) == 0)
     return rsqrt_f(add_rn(mul_rn(sum_of_squares, 1.0f / float(kN)), eps));
   else

@@ -31,7 +31,6 @@ struct RowGeometry {
 // dims the guards do not bound) splits by 1, as it is never asked for a row.
 struct RowSplit {
   UintDivider dim2, dim1;  // outer[2], outer[1]
-  RowSplit() = default;
   explicit RowSplit(const RowGeometry& g)
       : dim2(g.rows() > 0 ? uint32_t(g.outer[2]) : 1), dim1(g.rows() > 0 ? uint32_t(g.outer[1]) : 1) {}
   DFUSE_HD void split(uint32_t r, uint32_t idx[3]) const {
