@@ -22,6 +22,9 @@
 #   profile_summary FILES...                 the lines of those sections that compare kernels, per ncu text output
 #   bench_all                                torch_bench of every op into $T/torch_bench.{json,txt} (at most 200 s,
 #                                            and 15 s short of LIMIT_S)
+#   sanitize TOOL LIMIT_S K MODULES...       compute-sanitizer --tool TOOL (memcheck, racecheck) over pytest -k K of
+#                                            python/tests/test_MODULE_torch.py, at most LIMIT_S seconds and 20 s short
+#                                            of the script's limit, into $T/TOOL.log; prints its exit status and summary
 #   pytest_while_time MODULES...             pytest of python/tests/test_MODULE_torch.py against eager, one module
 #                                            after another while 40 s of LIMIT_S are left, each snapshotted
 #   contract_summary FILES...                per torch_bench text output, how many rows met their contract with
@@ -96,6 +99,16 @@ swap_patch() {  # swap_patch PATCH NAME OPS...
   snapshot
   git apply -R "$patch"  # rewrites the files, so they are newer than the variant's objects
   build "restored_after_$name"
+}
+
+sanitize() {  # sanitize TOOL LIMIT_S K MODULES...
+  local tool=$1 limit=$2 k=$3 m files=()
+  shift 3
+  for m in "$@"; do files+=("python/tests/test_${m}_torch.py"); done
+  (($(left) - 20 < limit)) && limit=$(($(left) - 20))
+  DFUSE_REQUIRE_CUDA=1 timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 1 python3 -m pytest \
+    "${files[@]}" -q -p no:cacheprovider -k "$k" >"$T/$tool.log" 2>&1
+  echo "$tool rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY" "$T/$tool.log" | tail -1); $(tail -1 "$T/$tool.log")"
 }
 
 pytest_while_time() {  # pytest_while_time MODULES...

@@ -11,14 +11,9 @@ LIMIT_S=${LIMIT_S:-560}
 T=/tmp/s39r2
 source scripts/variant_bench.sh  # makes $T; snapshot archives it as $OUT/s39r2.tgz
 build_tree
-DFUSE_REQUIRE_CUDA=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 1 python3 -m pytest \
-  python/tests/test_qknorm_rope_forms_torch.py python/tests/test_rmsnorm_torch.py python/tests/test_layernorm_torch.py \
-  -q -p no:cacheprovider -k "(one_rounding or storage or qk_wan or qk_separate or qk_native or qk_affine or qk_joint or qk_long) and not torch.float16" \
-  >"$T/memcheck.log" 2>&1
-echo "memcheck rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY" "$T/memcheck.log" | tail -1); $(tail -1 "$T/memcheck.log")"
-DFUSE_REQUIRE_CUDA=1 timeout 90 compute-sanitizer --tool racecheck --error-exitcode 1 python3 -m pytest \
-  python/tests/test_rmsnorm_torch.py -q -p no:cacheprovider -k "not qk and not torch.float16" >"$T/racecheck.log" 2>&1
-echo "racecheck rc $? at ${SECONDS}s: $(grep -h "ERROR SUMMARY" "$T/racecheck.log" | tail -1); $(tail -1 "$T/racecheck.log")"
+sanitize memcheck 120 "(one_rounding or storage or qk_wan or qk_separate or qk_native or qk_affine or qk_joint or qk_long) and not torch.float16" \
+  qknorm_rope_forms rmsnorm layernorm
+sanitize racecheck 90 "not qk and not torch.float16" rmsnorm
 snapshot
 pytest_while_time rope
 [[ $card == *H200* ]] && bench_all && snapshot
